@@ -869,7 +869,10 @@ def extract_symbols(code: str, language: str) -> CodeSymbols:
     lang = normalize_language(language)
     parser = _parser(lang) if lang in _SPECS else None
     if parser is None:
-        return _regex_symbols(code, lang)
+        flat = _regex_symbols(code, lang)
+        if lang in _BRACE_LANGUAGES or lang in _SPECS:
+            return replace(flat, definitions=tuple(_brace_definitions(code)))
+        return flat
     spec = _SPECS[lang]
     src = _Source(code)
     tree = parser.parse(src.data)
@@ -1154,6 +1157,10 @@ def _make_unit(
         sym = _regex_symbols(text, ctx.lang, outer)
         defs = [d.qualified_name for d in sym.definitions]
         calls, refs, deps = list(sym.calls), list(sym.references), list(sym.imports)
+        if ctx.index is not None:  # a slice of a parsed file: its names still resolve
+            idents = sorted(set(_IDENT.findall(text)))
+            deps += [ctx.index.bound[i] for i in idents if i in ctx.index.bound]
+            refs += [i for i in idents if i in ctx.index.bound or i in ctx.index.top_names]
     if defined is not None:
         defs = list(defined)
     return CodeUnit(
@@ -1192,6 +1199,13 @@ def _layout(
     for it in items:
         if it.tokens <= ctx.max_tokens:
             staged.append((_whole_unit(it, ctx, path, context, in_container), True))
+        elif (bare := _without_lead(it, ctx)) is not None:
+            # The definition fits once its leading doc comment stands apart: never cut it for
+            # the comment's sake (the comment still travels as the unit's docstring).
+            lead, core = bare
+            staged.append((_make_unit(ctx, "block", lead.start, lead.end, tokens=lead.tokens), True))
+            unit = _whole_unit(core, ctx, path, context, in_container)
+            staged.append((replace(unit, docstring=_docstring(it, ctx)), True))
         elif it.kind == "container" and it.node is not None:
             staged.extend((u, False) for u in _split_container(it, ctx, path))
         elif it.kind in ("function", "definition") and it.node is not None:
@@ -1202,6 +1216,20 @@ def _layout(
                 (u, False) for u in _line_units(it.start, it.end, ctx, path, kind, it.name, context)
             )
     return _pack(staged, ctx, path, context)
+
+
+def _without_lead(it: _Item, ctx: _Ctx) -> tuple[_Item, _Item] | None:
+    """(leading comments, bare definition) when only the comments push a definition over the limit."""
+    if it.node is None or not it.nodes or it.kind == "other":
+        return None
+    core_start = ctx.src.char(it.nodes[0].start_byte)
+    a, b = _trimmed(ctx.src.text, it.start, core_start)
+    if a >= b:
+        return None
+    lead = _Item(a, b, "other")
+    core = _Item(core_start, it.end, it.kind, it.node, it.name, nodes=it.nodes)
+    _count(ctx, [lead, core])
+    return (lead, core) if core.tokens <= ctx.max_tokens else None
 
 
 def _whole_unit(
@@ -1544,6 +1572,48 @@ def _brace_items(ctx: _Ctx, start: int, end: int) -> list[_Item]:
     return _tile(merged, text, start, end)
 
 
+def _brace_definitions(code: str) -> list[CodeDefinition]:
+    """Definitions found by the brace scanner, qualified by the containers around them."""
+    ctx = _Ctx(_Source(code), "", None, None, lambda texts: [0] * len(texts), 1, 0)
+    out: list[CodeDefinition] = []
+    stack: list[tuple[int, int, tuple[str, ...], int]] = [(0, len(code), (), 0)]
+    while stack:
+        start, end, prefix, depth = stack.pop()
+        for it in _brace_items(ctx, start, end):
+            if it.kind == "other" or not it.name:
+                continue
+            head = _BRACE_HEAD.search(_COMMENTS_ONLY.sub(" ", code[it.start : it.end]))
+            word = head.group(1) if head else ""
+            out.append(
+                CodeDefinition(
+                    name=it.name,
+                    qualified_name=".".join((*prefix, _full_name(code, it))),
+                    kind=_DEF_KINDS.get(word, it.kind),
+                    start_line=code.count("\n", 0, it.start) + 1,
+                    end_line=code.count("\n", 0, it.end) + 1,
+                )
+            )
+            body = _brace_body(code, it) if it.kind == "container" and depth < 8 else None
+            if body is not None:
+                stack.append((*body, (*prefix, _full_name(code, it)), depth + 1))
+    out.sort(key=lambda d: d.start_line)
+    return out
+
+
+def _full_name(code: str, it: _Item) -> str:
+    head = _BRACE_HEAD.search(_COMMENTS_ONLY.sub(" ", code[it.start : it.end]))
+    return (head.group(2) if head and head.group(2) else it.name) or it.name
+
+
+_LEADING_TRIVIA = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/|#\[[^\]]*\])*", re.DOTALL)
+
+
+def _brace_core_start(text: str, it: _Item) -> int:
+    """Where the definition itself starts, after its leading comments and attributes."""
+    m = _LEADING_TRIVIA.match(text, it.start, it.end)
+    return m.end() if m else it.start
+
+
 def _brace_signature(text: str, it: _Item) -> str:
     brace = text.find("{", it.start, it.end)
     head = text[it.start : brace if brace != -1 else it.end]
@@ -1578,6 +1648,15 @@ def _brace_layout(
         own = (*path, it.name) if it.name else path
         sig = _brace_signature(text, it) if it.kind != "other" else ""
         body = _brace_body(text, it) if it.kind == "container" else None
+        doc = _brace_doc(text, it)
+        core_start = _brace_core_start(text, it)
+        if it.tokens > ctx.max_tokens and it.kind != "other" and core_start > it.start:
+            lead = _Item(*_trimmed(text, it.start, core_start), "other")
+            core = _Item(core_start, it.end, it.kind, None, it.name)
+            _count(ctx, [lead, core])
+            if core.tokens <= ctx.max_tokens:  # only the doc comment pushes it over: keep it whole
+                staged.append((_make_unit(ctx, "block", lead.start, lead.end, tokens=lead.tokens), True))
+                it = core
         if it.tokens <= ctx.max_tokens:
             members: tuple[CodeUnit, ...] = ()
             if body is not None:
@@ -1610,7 +1689,7 @@ def _brace_layout(
                 path=own,
                 tokens=it.tokens,
                 signature=sig,
-                docstring=_brace_doc(text, it),
+                docstring=doc,
                 context=context,
                 members=members,
             )

@@ -135,7 +135,9 @@ def sniff_text(text: str) -> Detected:
     if stripped.startswith("{") and '"cells"' in head and '"nbformat"' in text:
         return Detected(ContentType.NOTEBOOK)
     first = stripped.split("\n", 1)[0]
-    if _PY_LINE.match(first) and (":" in first or first.startswith(("import", "from", "@"))):
+    if _PY_LINE.match(first) and (
+        ":" in first or "(" in first or first.startswith(("import", "from", "@"))
+    ):
         return Detected(ContentType.CODE, "python")
     if _JS_LINE.match(first):
         return Detected(ContentType.CODE, "javascript")

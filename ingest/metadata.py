@@ -650,17 +650,22 @@ _CODE_STOP = frozenset(
 )
 
 
-def _code_keywords(text: str, top_k: int) -> tuple[str, ...]:
-    from rayweave.ingest.code import identifier_words
+_CODE_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_CAMEL_PART = re.compile(r"[A-Z]+[0-9]*(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*")
 
+
+def _code_keywords(text: str, top_k: int) -> tuple[str, ...]:
     counts: Counter[str] = Counter()
     first: dict[str, int] = {}
-    for idx, word in enumerate(re.findall(r"[A-Za-z][A-Za-z0-9]+", identifier_words(text))):
-        low = word.lower()
-        if low in _CODE_STOP or low in _STOPWORDS or len(low) < 3:
-            continue
-        counts[low] += 1
-        first.setdefault(low, idx)
+    idx = 0
+    for ident in _CODE_WORD.findall(text):
+        for part in _CAMEL_PART.findall(ident) if not ident.islower() else (ident,):
+            low = part.lower()
+            idx += 1
+            if len(low) < 3 or low in _CODE_STOP or low in _STOPWORDS:
+                continue
+            counts[low] += 1
+            first.setdefault(low, idx)
     ranked = sorted(counts, key=lambda w: (-counts[w], first[w]))
     return tuple(ranked[:top_k])
 

@@ -60,7 +60,7 @@ def segment(
         while i >= 0:
             size = pj - prefix[i]
             big = max(big, tokens[i])
-            if size > max_tokens and (big <= max_tokens or size - big >= min_tokens):
+            if size > max_tokens and i < j - 1 and (big <= max_tokens or size - big >= min_tokens):
                 break  # over the limit, and not an indivisible piece with a small attachment
             if best[i] < math.inf:
                 cost = best[i]

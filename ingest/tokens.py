@@ -49,6 +49,7 @@ _PUNCT = _bert_punctuation()
 # Words as BERT's pre-tokenizer cuts them: runs of non-space, non-punctuation, or one punctuation mark.
 _BERT_WORDS = re.compile(f"[^\\s{_PUNCT}]+|[{_PUNCT}]")
 _CACHE_LIMIT = 200_000
+_SMALL_BATCH = 32
 
 
 class TokenizerCounter:
@@ -96,8 +97,12 @@ class TokenizerCounter:
         if missing:
             if len(cache) + len(missing) > _CACHE_LIMIT:
                 cache.clear()
-            encodings = self._tok.encode_batch_fast(missing, add_special_tokens=False)
-            cache.update(zip(missing, (len(e.ids) for e in encodings), strict=True))
+            if len(missing) < _SMALL_BATCH:  # a thread-pool round trip costs more than it saves
+                encode = self._tok.encode
+                cache.update((w, len(encode(w, add_special_tokens=False).ids)) for w in missing)
+            else:
+                encodings = self._tok.encode_batch_fast(missing, add_special_tokens=False)
+                cache.update(zip(missing, (len(e.ids) for e in encodings), strict=True))
         get = cache.__getitem__
         return [sum(map(get, words)) for words in words_per_text]
 
