@@ -402,48 +402,51 @@ class _Sectioner:
         return out
 
     def cut_costs(self, a: int, b: int, topic: bool) -> list[float]:
+        """Cost of cutting before each piece: structure first, then (topic mode) similarity.
+
+        In topic mode a cut where the similarity across the boundary is well below the region's
+        mean is rewarded (negative cost), so a real topic shift becomes a boundary even when a
+        section could have held more.
+        """
         pieces = self.pieces
         costs = [0.0] * (b - a)
-        sims = self.topic_similarities(a, b) if topic else None
+        shift = self.topic_scores(a, b) if topic else None
+        inside = 0.2 if topic else 0.6
         for k in range(1, b - a):
             prev, cur = pieces[a + k - 1], pieces[a + k]
             if prev.kind == "heading":
                 cost = 10.0
             elif cur.block == prev.block:
-                cost = 0.6  # inside a paragraph
+                cost = inside
             else:
                 cost = 0.0
             if cur.dangling:
                 cost += 0.8
             if self.text[prev.end - 1 : prev.end] == ":":
                 cost += 0.8
-            if sims is not None:
-                cost += 1.5 * sims[k]
+            if shift is not None:
+                cost += shift[k]
             costs[k] = cost
         return costs
 
-    def topic_similarities(self, a: int, b: int) -> list[float]:
-        """Similarity across each boundary, min-max scaled to [0, 1] within the region."""
+    def topic_scores(self, a: int, b: int) -> list[float]:
+        """Per boundary: similarity of the sentence windows either side, as a z-score (scaled)."""
         assert self.vectors is not None
-        idx = [i for i in range(a, b)]
-        raw = [0.0] * (b - a)
+        sims = [math.nan] * (b - a)
         for k in range(1, b - a):
-            left = [
-                self.vectors[i] for i in idx[max(0, k - _TOPIC_WINDOW) : k] if i in self.vectors
-            ]
-            right = [self.vectors[i] for i in idx[k : k + _TOPIC_WINDOW] if i in self.vectors]
+            left = [self.vectors[i] for i in range(a + max(0, k - _TOPIC_WINDOW), a + k) if i in self.vectors]
+            right = [self.vectors[i] for i in range(a + k, min(b, a + k + _TOPIC_WINDOW)) if i in self.vectors]
             if not left or not right:
-                raw[k] = math.nan
                 continue
             lv, rv = np.mean(left, axis=0), np.mean(right, axis=0)
             denom = float(np.linalg.norm(lv) * np.linalg.norm(rv)) or 1.0
-            raw[k] = float(lv @ rv) / denom
-        valid = [x for x in raw[1:] if not math.isnan(x)]
-        if not valid:
-            return [0.5] * (b - a)
-        lo, hi = min(valid), max(valid)
-        span = (hi - lo) or 1.0
-        return [0.5 if math.isnan(x) else (x - lo) / span for x in raw]
+            sims[k] = float(lv @ rv) / denom
+        valid = [x for x in sims[1:] if not math.isnan(x)]
+        if len(valid) < 2:
+            return [0.0] * (b - a)
+        mean = sum(valid) / len(valid)
+        std = math.sqrt(sum((x - mean) ** 2 for x in valid) / len(valid)) or 1.0
+        return [0.0 if math.isnan(x) else max(-1.2, min(1.2, 0.6 * (x - mean) / std)) for x in sims]
 
 
 def _common(p: tuple[str, ...], q: tuple[str, ...], fallback: tuple[str, ...]) -> tuple[str, ...]:

@@ -7,7 +7,7 @@ sections and propositions.
 
 Error patterns recognised: codes such as `E1234`, `TS2345`, `ORA-00942`; `ERR_FOO_BAR` and
 `ERROR_FOO` constants; POSIX errno names (`ENOENT`); exception classes with their message
-(`ValueError: bad input`); HTTP statuses (`HTTP 404`, `503 Service Unavailable`); rustc's
+(`ValueError: bad input`) and the last line of a Python traceback; HTTP statuses (`HTTP 404`, `503 Service Unavailable`); rustc's
 `error[E0382]`.
 """
 
@@ -172,9 +172,16 @@ _HTTP = re.compile(
 )
 
 
+_TRACEBACK = re.compile(
+    r"Traceback \(most recent call last\):[ \t]*\n(?:[ \t]+[^\n]*\n)+([A-Za-z_][\w.]*)(?::[ \t]*([^\n]{0,200}))?"
+)
+
+
 def find_errors(text: str) -> list[ErrorMention]:
     """Error codes and exception messages mentioned in the text, in order of appearance."""
     found: list[tuple[int, ErrorMention]] = []
+    for m in _TRACEBACK.finditer(text):  # whatever a Python traceback ends with is an exception
+        found.append((m.start(1), ErrorMention(m.group(1), (m.group(2) or "").strip())))
     for m in _RUSTC.finditer(text):
         found.append((m.start(), ErrorMention(m.group(1))))
     for m in _CODE.finditer(text):

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 __all__ = ["segment"]
 
-_UNDER_WEIGHT = 4.0
+_UNDER_WEIGHT = 8.0
 _TARGET_WEIGHT = 0.5
 
 
