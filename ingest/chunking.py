@@ -434,8 +434,16 @@ class _Sectioner:
         assert self.vectors is not None
         sims = [math.nan] * (b - a)
         for k in range(1, b - a):
-            left = [self.vectors[i] for i in range(a + max(0, k - _TOPIC_WINDOW), a + k) if i in self.vectors]
-            right = [self.vectors[i] for i in range(a + k, min(b, a + k + _TOPIC_WINDOW)) if i in self.vectors]
+            left = [
+                self.vectors[i]
+                for i in range(a + max(0, k - _TOPIC_WINDOW), a + k)
+                if i in self.vectors
+            ]
+            right = [
+                self.vectors[i]
+                for i in range(a + k, min(b, a + k + _TOPIC_WINDOW))
+                if i in self.vectors
+            ]
             if not left or not right:
                 continue
             lv, rv = np.mean(left, axis=0), np.mean(right, axis=0)

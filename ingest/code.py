@@ -1022,6 +1022,9 @@ def _trimmed(text: str, a: int, b: int) -> tuple[int, int]:
     return a, b
 
 
+_HAS_WORD = re.compile(r"\w")
+
+
 def _merge_others(items: list[_Item]) -> list[_Item]:
     merged: list[_Item] = []
     for it in items:
@@ -1034,14 +1037,20 @@ def _merge_others(items: list[_Item]) -> list[_Item]:
 
 
 def _tile(items: list[_Item], text: str, start: int, end: int) -> list[_Item]:
-    """Stretch items to tile [start, end) (gaps join the item before), then trim whitespace."""
+    """Stretch items to tile [start, end) (gaps join the item before), then trim whitespace.
+
+    Bare punctuation before the first or after the last item (a container's braces) is left out
+    rather than glued to a member it would push over the limit.
+    """
     if not items:
         a, b = _trimmed(text, start, end)
-        return [_Item(a, b, "other")] if a < b else []
-    items[0].start = min(start, items[0].start)
+        return [_Item(a, b, "other")] if a < b and _HAS_WORD.search(text, a, b) else []
+    if _HAS_WORD.search(text, start, items[0].start):
+        items[0].start = min(start, items[0].start)
     for prev, nxt in itertools.pairwise(items):
         prev.end = nxt.start
-    items[-1].end = max(end, items[-1].end)
+    if _HAS_WORD.search(text, items[-1].end, end):
+        items[-1].end = max(end, items[-1].end)
     out = []
     for it in items:
         it.start, it.end = _trimmed(text, it.start, it.end)
@@ -1203,7 +1212,9 @@ def _layout(
             # The definition fits once its leading doc comment stands apart: never cut it for
             # the comment's sake (the comment still travels as the unit's docstring).
             lead, core = bare
-            staged.append((_make_unit(ctx, "block", lead.start, lead.end, tokens=lead.tokens), True))
+            staged.append(
+                (_make_unit(ctx, "block", lead.start, lead.end, tokens=lead.tokens), True)
+            )
             unit = _whole_unit(core, ctx, path, context, in_container)
             staged.append((replace(unit, docstring=_docstring(it, ctx)), True))
         elif it.kind == "container" and it.node is not None:
@@ -1313,32 +1324,40 @@ def _split_function(
     stmts = _statements(body) if body is not None else []
     if len(stmts) < 2:
         return _line_units(it.start, it.end, ctx, path, "part", it.name, sig)
+    budget = max(ctx.max_tokens - (ctx.count([sig])[0] if sig else 0), ctx.max_tokens // 2)
     # Piece k runs from statement k to statement k+1; the first also holds the signature and the
-    # docstring, the last the closing brace.
+    # docstring, the last the closing brace. A statement over the budget is cut into lines.
     cuts = [src.char(s.start_byte) for s in stmts[1:]]
     raw = zip([it.start, *cuts], [*cuts, it.end], stmts, strict=True)
-    pieces = [(a, b, s) for a, b, s in ((*_trimmed(src.text, a, b), s) for a, b, s in raw) if a < b]
-    counts = ctx.count([src.text[a:b] for a, b, _ in pieces])
-    budget = max(ctx.max_tokens - (ctx.count([sig])[0] if sig else 0), ctx.max_tokens // 2)
-    groups = segment(counts, min_tokens=min(ctx.min_tokens, budget), max_tokens=budget)
+    spans = [(a, b, s) for a, b, s in ((*_trimmed(src.text, a, b), s) for a, b, s in raw) if a < b]
+    counts = ctx.count([src.text[a:b] for a, b, _ in spans])
+    pieces: list[tuple[int, int, Any]] = []
+    sizes: list[int] = []
+    for (a, b, stmt), n in zip(spans, counts, strict=True):
+        if n <= budget:
+            pieces.append((a, b, stmt))
+            sizes.append(n)
+            continue
+        lines = _line_pieces(src.text, a, b, budget)
+        pieces.extend((la, lb, None) for la, lb in lines)
+        sizes.extend(ctx.count([src.text[la:lb] for la, lb in lines]))
+    groups = segment(
+        sizes, min_tokens=min(ctx.min_tokens, budget), max_tokens=budget, carry_small=False
+    )
     doc = _docstring(it, ctx)
     units: list[CodeUnit] = []
     for gi, (i, j) in enumerate(groups):
-        a, b = pieces[i][0], pieces[j - 1][1]
-        tokens = sum(counts[i:j])
-        if j - i == 1 and tokens > budget:
-            units.extend(_line_units(a, b, ctx, path, "part", it.name, sig))
-            continue
+        nodes = [p[2] for p in pieces[i:j]]
         units.append(
             _make_unit(
                 ctx,
                 "part",
-                a,
-                b,
+                pieces[i][0],
+                pieces[j - 1][1],
                 name=it.name,
                 path=own_path,
-                nodes=[p[2] for p in pieces[i:j]],
-                tokens=tokens,
+                nodes=nodes if all(n is not None for n in nodes) else [],
+                tokens=sum(sizes[i:j]),
                 signature=sig,
                 docstring=doc if gi == 0 else "",
                 context=sig,
@@ -1347,6 +1366,18 @@ def _split_function(
             )
         )
     return units
+
+
+def _line_pieces(text: str, start: int, end: int, budget: int) -> list[tuple[int, int]]:
+    """Lines of [start, end); a line too long to ever fit (minified code) is cut by characters."""
+    pieces: list[tuple[int, int]] = []
+    for a, b in _line_spans(text, start, end):
+        if b - a > budget * 8:
+            step = max(budget * 3, 1)
+            pieces.extend(_trimmed(text, x, min(x + step, b)) for x in range(a, b, step))
+        else:
+            pieces.append((a, b))
+    return [(a, b) for a, b in pieces if a < b]
 
 
 def _line_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -1367,13 +1398,7 @@ def _windows(ctx: _Ctx, start: int, end: int, budget: int) -> list[tuple[int, in
     from rayweave.ingest.segmenter import segment
 
     text = ctx.src.text
-    pieces: list[tuple[int, int]] = []
-    for a, b in _line_spans(text, start, end):
-        if b - a > budget * 8:  # one enormous line (minified code): cut it by characters
-            step = max(budget * 3, 1)
-            pieces.extend((x, min(x + step, b)) for x in range(a, b, step))
-        else:
-            pieces.append((a, b))
+    pieces = _line_pieces(text, start, end, budget)
     if not pieces:
         return []
     counts = ctx.count([text[a:b] for a, b in pieces])
@@ -1381,7 +1406,11 @@ def _windows(ctx: _Ctx, start: int, end: int, budget: int) -> list[tuple[int, in
     for k in range(1, len(pieces)):
         cuts[k] = 0.0 if text.count("\n", pieces[k - 1][1], pieces[k][0]) >= 2 else 0.4
     groups = segment(
-        counts, min_tokens=min(ctx.min_tokens, budget), max_tokens=budget, cut_cost=cuts
+        counts,
+        min_tokens=min(ctx.min_tokens, budget),
+        max_tokens=budget,
+        cut_cost=cuts,
+        carry_small=False,
     )
     return [(pieces[i][0], pieces[j - 1][1], sum(counts[i:j])) for i, j in groups]
 
@@ -1655,7 +1684,9 @@ def _brace_layout(
             core = _Item(core_start, it.end, it.kind, None, it.name)
             _count(ctx, [lead, core])
             if core.tokens <= ctx.max_tokens:  # only the doc comment pushes it over: keep it whole
-                staged.append((_make_unit(ctx, "block", lead.start, lead.end, tokens=lead.tokens), True))
+                staged.append(
+                    (_make_unit(ctx, "block", lead.start, lead.end, tokens=lead.tokens), True)
+                )
                 it = core
         if it.tokens <= ctx.max_tokens:
             members: tuple[CodeUnit, ...] = ()

@@ -31,8 +31,12 @@ def segment(
     max_tokens: int,
     target: int | None = None,
     cut_cost: Sequence[float] | None = None,
+    carry_small: bool = True,
 ) -> list[tuple[int, int]]:
-    """Half-open index ranges `[i, j)` over `tokens` that tile `0..len(tokens)` in order."""
+    """Half-open index ranges `[i, j)` over `tokens` that tile `0..len(tokens)` in order.
+
+    `carry_small=False` forbids the small-attachment exception: oversize pieces stand alone.
+    """
     n = len(tokens)
     if n == 0:
         return []
@@ -52,6 +56,7 @@ def segment(
     back = [0] * (n + 1)
     best[0] = 0.0
     inv_min = 1.0 / max(1, min_tokens)
+    allowance = min_tokens if carry_small else 0
     inv_max = 1.0 / max_tokens
     for j in range(1, n + 1):
         pj = prefix[j]
@@ -60,7 +65,7 @@ def segment(
         while i >= 0:
             size = pj - prefix[i]
             big = max(big, tokens[i])
-            if size > max_tokens and i < j - 1 and (big <= max_tokens or size - big >= min_tokens):
+            if size > max_tokens and i < j - 1 and (big <= max_tokens or size - big >= allowance):
                 break  # over the limit, and not an indivisible piece with a small attachment
             if best[i] < math.inf:
                 cost = best[i]

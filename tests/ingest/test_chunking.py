@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from rayweave.cluster.errors import SourceError
 from rayweave.cluster.settings import IngestSettings
 from rayweave.cluster.types import Chunk, ContentType, Document, Level
@@ -30,17 +29,31 @@ SMALL = IngestSettings(
 )
 
 
-def make(text: str, ctype: ContentType = ContentType.MARKDOWN, *, title: str = "Doc", language: str | None = None,
-         doc_id: str = "doc-1") -> Document:
-    return Document(id=doc_id, source=f"/corpus/{doc_id}", title=title, content_type=ctype, text=text,
-                    language=language)
+def make(
+    text: str,
+    ctype: ContentType = ContentType.MARKDOWN,
+    *,
+    title: str = "Doc",
+    language: str | None = None,
+    doc_id: str = "doc-1",
+) -> Document:
+    return Document(
+        id=doc_id,
+        source=f"/corpus/{doc_id}",
+        title=title,
+        content_type=ctype,
+        text=text,
+        language=language,
+    )
 
 
 def word_chars(text: str) -> set[int]:
     return {m.start() for m in re.finditer(r"\w", text)}
 
 
-def check_invariants(doc: Document, cd: ChunkedDocument, s: IngestSettings, counter: object) -> None:
+def check_invariants(
+    doc: Document, cd: ChunkedDocument, s: IngestSettings, counter: object
+) -> None:
     """The structural contract every chunked document satisfies (see `rayweave.ingest.chunking`)."""
     text = cd.text
     summary, sections, props = cd.summary, cd.sections, cd.propositions
@@ -97,12 +110,16 @@ def check_invariants(doc: Document, cd: ChunkedDocument, s: IngestSettings, coun
 
     # Token counts are the model's counts of the stored text; bounds hold.
     count = counter.count_tokens  # type: ignore[attr-defined]
-    assert [c.token_count for c in (*sections, *props)] == count([c.text for c in (*sections, *props)])
+    assert [c.token_count for c in (*sections, *props)] == count(
+        [c.text for c in (*sections, *props)]
+    )
     assert summary.token_count <= s.summary_max_tokens or len(summary.text.split("\n")) == 1
     for sec in sections:
         assert sec.token_count <= s.section_max_tokens, (sec.token_count, sec.text)
     for p in props:
-        if p.token_count > s.proposition_max_tokens:  # only one indivisible piece (+ a small attachment)
+        if (
+            p.token_count > s.proposition_max_tokens
+        ):  # only one indivisible piece (+ a small attachment)
             units = [t for t in re.split(r"\n\n+", p.text)]
             biggest = max(count(units))
             assert biggest > s.proposition_max_tokens or len(split_sentences(p.text)) == 1, p.text
@@ -138,7 +155,10 @@ class TestInvariants:
             # Cut before a dangling sentence only when attaching it would break the maximum.
             first = split_sentences(cur.text)[0]
             first_tokens = ESTIMATE.count_tokens([cur.text[first[0] : first[1]]])[0]
-            assert prev.token_count + first_tokens > SMALL.proposition_max_tokens - 2 or cur.token_count > prev.token_count
+            assert (
+                prev.token_count + first_tokens > SMALL.proposition_max_tokens - 2
+                or cur.token_count > prev.token_count
+            )
 
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(markdown_doc(), st.data())
@@ -185,7 +205,9 @@ class TestContentTypes:
         assert "Install; Errors" in cd.summary.text
 
     def test_markdown_sections_follow_headings(self, minilm: TokenizerCounter) -> None:
-        body = " ".join(f"Sentence {i} explains the {w} option in detail." for i, w in enumerate(["a"] * 30))
+        body = " ".join(
+            f"Sentence {i} explains the {w} option in detail." for i, w in enumerate(["a"] * 30)
+        )
         text = f"# Title\n\n## Alpha\n\n{body}\n\n## Beta\n\n{body}\n\n### Beta child\n\n{body}\n"
         s = IngestSettings(section_min_tokens=100, section_max_tokens=200)
         doc = make(text, title="Title")
@@ -193,16 +215,33 @@ class TestContentTypes:
         check_invariants(doc, cd, s, minilm)
         paths = [c.section_path for c in cd.sections]
         assert ("Alpha",) in paths and ("Beta",) in paths and ("Beta", "Beta child") in paths
-        assert all(not c.text.startswith("## Beta") or c.section_path[0] == "Beta" for c in cd.sections)
+        assert all(
+            not c.text.startswith("## Beta") or c.section_path[0] == "Beta" for c in cd.sections
+        )
 
-    def test_code_fence_kept_whole(self, minilm: TokenizerCounter, settings: IngestSettings) -> None:
-        code = "\n".join(f"    value_{i} = compute(value_{i - 1}, factor={i})" for i in range(1, 12))
-        text = "# T\n\nIntro line one. Intro line two.\n\n```python\ndef run():\n" + code + "\n```\n\nAfter.\n"
+    def test_code_fence_kept_whole(
+        self, minilm: TokenizerCounter, settings: IngestSettings
+    ) -> None:
+        code = "\n".join(
+            f"    value_{i} = compute(value_{i - 1}, factor={i})" for i in range(1, 12)
+        )
+        text = (
+            "# T\n\nIntro line one. Intro line two.\n\n```python\ndef run():\n"
+            + code
+            + "\n```\n\nAfter.\n"
+        )
         cd = chunk_document(make(text), tokens=minilm, settings=settings)
         fences = [c for c in cd.chunks if "```python" in c.text]
         assert all(c.text.count("```") in (2, 3, 4) for c in fences)
-        assert any(c.level == Level.PROPOSITION and c.content_type == ContentType.CODE and c.language == "python"
-                   for c in cd.chunks) or len(cd.sections) == 1
+        assert (
+            any(
+                c.level == Level.PROPOSITION
+                and c.content_type == ContentType.CODE
+                and c.language == "python"
+                for c in cd.chunks
+            )
+            or len(cd.sections) == 1
+        )
 
     def test_rst(self, minilm: TokenizerCounter, settings: IngestSettings) -> None:
         text = (
@@ -211,14 +250,33 @@ class TestContentTypes:
             "See :doc:`configuration` and `the guide <https://example.com/guide>`_.\n"
         )
         doc = make(text, ContentType.RST, title="Ferry CLI")
-        cd = chunk_document(doc, tokens=minilm, settings=IngestSettings(section_min_tokens=16, section_max_tokens=40,
-                                                                          proposition_min_tokens=8, proposition_max_tokens=20))
-        check_invariants(doc, cd, IngestSettings(section_min_tokens=16, section_max_tokens=40,
-                                                 proposition_min_tokens=8, proposition_max_tokens=20), minilm)
+        cd = chunk_document(
+            doc,
+            tokens=minilm,
+            settings=IngestSettings(
+                section_min_tokens=16,
+                section_max_tokens=40,
+                proposition_min_tokens=8,
+                proposition_max_tokens=20,
+            ),
+        )
+        check_invariants(
+            doc,
+            cd,
+            IngestSettings(
+                section_min_tokens=16,
+                section_max_tokens=40,
+                proposition_min_tokens=8,
+                proposition_max_tokens=20,
+            ),
+            minilm,
+        )
         refs = {r for c in cd.chunks for r in c.references}
         assert {"configuration", "https://example.com/guide"} <= refs
         assert any(c.section_path == ("Starting",) for c in cd.sections)
-        assert any("from ferry import Worker" in c.text and "Worker().run()" in c.text for c in cd.chunks)
+        assert any(
+            "from ferry import Worker" in c.text and "Worker().run()" in c.text for c in cd.chunks
+        )
 
     def test_html(self, minilm: TokenizerCounter, settings: IngestSettings) -> None:
         html = (
@@ -242,21 +300,52 @@ class TestContentTypes:
             "metadata": {"kernelspec": {"language": "python"}},
             "cells": [
                 {"cell_type": "markdown", "source": ["# Tutorial\n", "We enqueue a task."]},
-                {"cell_type": "code", "source": "import ferry\nq = ferry.Queue('x')", "outputs": [
-                    {"output_type": "stream", "text": ["queued 1\n"]}]},
-                {"cell_type": "code", "source": "q.get()", "outputs": [
-                    {"output_type": "error", "ename": "QueueEmpty", "evalue": "no task", "traceback": [
-                    "\x1b[31mTraceback (most recent call last):", "  File \"<cell>\", line 1", "QueueEmpty: no task"]}]},
+                {
+                    "cell_type": "code",
+                    "source": "import ferry\nq = ferry.Queue('x')",
+                    "outputs": [{"output_type": "stream", "text": ["queued 1\n"]}],
+                },
+                {
+                    "cell_type": "code",
+                    "source": "q.get()",
+                    "outputs": [
+                        {
+                            "output_type": "error",
+                            "ename": "QueueEmpty",
+                            "evalue": "no task",
+                            "traceback": [
+                                "\x1b[31mTraceback (most recent call last):",
+                                '  File "<cell>", line 1',
+                                "QueueEmpty: no task",
+                            ],
+                        }
+                    ],
+                },
             ],
         }
         doc = make(json.dumps(nb), ContentType.NOTEBOOK, title="Tutorial")
-        cd = chunk_document(doc, tokens=minilm, settings=IngestSettings(section_min_tokens=16, section_max_tokens=32,
-                                                                          proposition_min_tokens=8, proposition_max_tokens=16))
-        assert "```python\nimport ferry" in cd.text and "QueueEmpty: no task" in cd.text and "\x1b" not in cd.text
+        cd = chunk_document(
+            doc,
+            tokens=minilm,
+            settings=IngestSettings(
+                section_min_tokens=16,
+                section_max_tokens=32,
+                proposition_min_tokens=8,
+                proposition_max_tokens=16,
+            ),
+        )
+        assert (
+            "```python\nimport ferry" in cd.text
+            and "QueueEmpty: no task" in cd.text
+            and "\x1b" not in cd.text
+        )
         assert any(c.content_type == ContentType.CODE and c.language == "python" for c in cd.chunks)
         assert "QueueEmpty" in {e for c in cd.chunks for e in c.error_codes}
-        batch = chunk_documents([make('{"cells": [', ContentType.NOTEBOOK, doc_id="broken")], tokens=minilm,
-                                settings=settings)
+        batch = chunk_documents(
+            [make('{"cells": [', ContentType.NOTEBOOK, doc_id="broken")],
+            tokens=minilm,
+            settings=settings,
+        )
         assert not batch.chunked and "invalid notebook JSON" in batch.errors[0].reason
         assert batch.errors[0].path == "/corpus/broken"
 
@@ -272,18 +361,28 @@ class TestContentTypes:
                 assert minilm.count_tokens([gen.code[fs:fe]])[0] > 150
                 parts = [c for c in cd.sections if c.start_char < fe and fs < c.end_char]
                 assert all(c.section_path[-1] == name for c in parts)
-        assert all(c.content_type == ContentType.CODE and c.language == "python" for c in cd.sections)
+        assert all(
+            c.content_type == ContentType.CODE and c.language == "python" for c in cd.sections
+        )
         assert "compute_0" in cd.summary.defined_symbols
         assert "pkg.helpers" in cd.summary.dependencies
         sec = next(c for c in cd.sections if "compute_0" in c.defined_symbols)
         emb = cd.embed_texts[cd.chunks.index(sec)]
         assert "compute 0" in emb or "compute_0" in emb
         assert cd.summary.text.startswith("gen.py\nGenerated module.")
-        assert "def compute_0(a, b): Compute the compute_0 value from both inputs." in cd.summary.text
+        assert (
+            "def compute_0(a, b): Compute the compute_0 value from both inputs." in cd.summary.text
+        )
 
     def test_image(self, settings: IngestSettings) -> None:
-        doc = Document(id="img", source="/c/queue_diagram.png", title="queue diagram", content_type=ContentType.IMAGE,
-                       text="queue diagram", language="png")
+        doc = Document(
+            id="img",
+            source="/c/queue_diagram.png",
+            title="queue diagram",
+            content_type=ContentType.IMAGE,
+            text="queue diagram",
+            language="png",
+        )
         cd = chunk_document(doc, tokens=ESTIMATE, settings=settings)
         (chunk,) = cd.chunks
         assert chunk.content_type == ContentType.IMAGE and chunk.source == "/c/queue_diagram.png"
@@ -294,14 +393,22 @@ class TestContentTypes:
             chunk_document(make("  \n\t"), tokens=ESTIMATE, settings=settings)
         assert info.value.path == "/corpus/doc-1"
         html = make("<html><script>x()</script></html>", ContentType.HTML, doc_id="h")
-        batch = chunk_documents([html, make("Fine text here.", ContentType.TEXT, doc_id="ok")], tokens=ESTIMATE,
-                                settings=settings)
+        batch = chunk_documents(
+            [html, make("Fine text here.", ContentType.TEXT, doc_id="ok")],
+            tokens=ESTIMATE,
+            settings=settings,
+        )
         assert [c.doc_id for c in batch.chunked] == ["ok"]
         assert batch.errors[0].path == "/corpus/h" and "no text to chunk" in batch.errors[0].reason
 
     def test_oversize_sentence_and_code_are_cut(self, minilm: TokenizerCounter) -> None:
-        s = IngestSettings(section_min_tokens=30, section_max_tokens=60, proposition_min_tokens=10,
-                           proposition_max_tokens=20, section_overlap_tokens=0)
+        s = IngestSettings(
+            section_min_tokens=30,
+            section_max_tokens=60,
+            proposition_min_tokens=10,
+            proposition_max_tokens=20,
+            section_overlap_tokens=0,
+        )
         run_on = "word, " * 150 + "end."
         code = "```\n" + "\n".join(f"line_{i} = {i}" for i in range(80)) + "\n```"
         doc = make(f"# T\n\n{run_on}\n\n{code}\n")
@@ -313,8 +420,13 @@ class TestContentTypes:
 class TestSplittingModes:
     def test_window_overlap_is_whole_sentences(self, minilm: TokenizerCounter) -> None:
         text = " ".join(f"Fact number {i} says that the queue holds {i} tasks." for i in range(60))
-        s = IngestSettings(section_min_tokens=60, section_max_tokens=120, section_overlap_tokens=30,
-                           proposition_min_tokens=20, proposition_max_tokens=40)
+        s = IngestSettings(
+            section_min_tokens=60,
+            section_max_tokens=120,
+            section_overlap_tokens=30,
+            proposition_min_tokens=20,
+            proposition_max_tokens=40,
+        )
         doc = make(text, ContentType.TEXT)
         cd = chunk_document(doc, tokens=minilm, settings=s)
         check_invariants(doc, cd, s, minilm)
@@ -327,7 +439,9 @@ class TestSplittingModes:
             assert 0 < minilm.count_tokens([shared])[0] <= 30
 
     @pytest.mark.slow
-    def test_topic_shift_with_real_embeddings(self, minilm: TokenizerCounter, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_topic_shift_with_real_embeddings(
+        self, minilm: TokenizerCounter, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         monkeypatch.setenv("HF_HUB_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
@@ -360,16 +474,25 @@ class TestSplittingModes:
             "Connection pools limit the number of open database sessions.",
         ]
         text = " ".join(cats[:5] + dbs + cats[5:])  # the topic changes after sentences 5 and 12
-        s = IngestSettings(section_min_tokens=40, section_max_tokens=110, section_overlap_tokens=20,
-                           proposition_min_tokens=10, proposition_max_tokens=40)
+        s = IngestSettings(
+            section_min_tokens=40,
+            section_max_tokens=110,
+            section_overlap_tokens=20,
+            proposition_min_tokens=10,
+            proposition_max_tokens=40,
+        )
         doc = make(text, ContentType.TEXT)
         topic = chunk_document(doc, tokens=minilm, settings=s, embed=embed)
         check_invariants(doc, topic, s, minilm)
         cut_texts = [c.text for c in topic.sections]
         assert any(t.startswith(dbs[0]) for t in cut_texts), cut_texts
         assert any(t.endswith(dbs[-1]) for t in cut_texts), cut_texts
-        assert all(not (set(t.split(". ")) & set(cats) and set(t.split(". ")) & set(dbs))
-                   for t in cut_texts if t.startswith(dbs[0]))
+        assert all(
+            not (set(t.split(". ")) & set(cats) and set(t.split(". ")) & set(dbs))
+            for t in cut_texts
+            if t.startswith(dbs[0])
+        )
+
         # a failing embedder degrades to windows with a warning, it does not fail the document
         def broken(texts: list[str]) -> np.ndarray:
             raise RuntimeError("model offline")
@@ -381,7 +504,9 @@ class TestSplittingModes:
 class TestSummaries:
     def test_llm_summary_used_and_failures_fall_back(self, settings: IngestSettings) -> None:
         doc = make("# Guide\n\nFerry runs tasks on workers. Workers lease tasks.\n", title="Guide")
-        llm = chunk_document(doc, tokens=ESTIMATE, settings=settings, summarize=lambda d: f"{d.title}: a task queue.")
+        llm = chunk_document(
+            doc, tokens=ESTIMATE, settings=settings, summarize=lambda d: f"{d.title}: a task queue."
+        )
         assert llm.summary.text == "Guide: a task queue." and not llm.warnings
 
         def down(d: Document) -> str:
@@ -397,7 +522,9 @@ class TestSummaries:
         s = IngestSettings(summary_max_tokens=40)
         cd = chunk_document(doc, tokens=minilm, settings=s)
         assert cd.summary.token_count <= 40
-        assert minilm.count_tokens([cd.summary.text])[0] <= 42  # joins add no more than a token or two
+        assert (
+            minilm.count_tokens([cd.summary.text])[0] <= 42
+        )  # joins add no more than a token or two
 
 
 def _chunk_row_types(chunk: Chunk) -> None:

@@ -8,7 +8,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from rayweave.cluster.errors import SourceError
 from rayweave.cluster.settings import IngestSettings
 from rayweave.cluster.types import ContentType, content_hash, stable_id
@@ -47,7 +46,9 @@ class TestDiscoverAndRead:
         with pytest.raises(SourceError, match="no input paths"):
             discover([], settings)
 
-    def test_reads_known_types_and_reports_bad_files(self, tmp_path: Path, settings: IngestSettings) -> None:
+    def test_reads_known_types_and_reports_bad_files(
+        self, tmp_path: Path, settings: IngestSettings
+    ) -> None:
         write(tmp_path / "guide.md", "# Install Guide\n\nRun it.\n")
         write(tmp_path / "mod.py", '"""Queue helpers."""\n\ndef f():\n    return 1\n')
         write(tmp_path / "bin.md", b"\x00\x01\x02binary\x00")
@@ -60,7 +61,9 @@ class TestDiscoverAndRead:
         assert set(docs) == {"guide.md", "mod.py"}
         assert docs["guide.md"].title == "Install Guide"
         assert docs["guide.md"].content_type == ContentType.MARKDOWN
-        assert docs["mod.py"].content_type == ContentType.CODE and docs["mod.py"].language == "python"
+        assert (
+            docs["mod.py"].content_type == ContentType.CODE and docs["mod.py"].language == "python"
+        )
         assert docs["mod.py"].title == "Queue helpers."
         why = reasons(result.errors)
         assert "binary content" in why["bin.md"]
@@ -79,7 +82,7 @@ class TestDiscoverAndRead:
         assert read_document(path, settings).content_hash != first.content_hash
 
     def test_bom_and_utf16(self, tmp_path: Path, settings: IngestSettings) -> None:
-        bom = write(tmp_path / "bom.md", codecs.BOM_UTF8 + "# Title\r\n\r\nBody\r\n".encode())
+        bom = write(tmp_path / "bom.md", codecs.BOM_UTF8 + b"# Title\r\n\r\nBody\r\n")
         doc = read_document(bom, settings)
         assert doc.text == "# Title\n\nBody\n" and doc.title == "Title"
         u16 = write(tmp_path / "u16.txt", "Hello wide world\n".encode("utf-16"))
@@ -93,7 +96,9 @@ class TestDiscoverAndRead:
     def test_empty_corpus_lists_reasons(self, tmp_path: Path, settings: IngestSettings) -> None:
         write(tmp_path / "x.md", b"\x00\x00")
         write(tmp_path / "y.bin", b"\x00")
-        with pytest.raises(SourceError, match=r"empty corpus.*1 unusable: .*x.md: binary.*1 files of types"):
+        with pytest.raises(
+            SourceError, match=r"empty corpus.*1 unusable: .*x.md: binary.*1 files of types"
+        ):
             read_documents([tmp_path], settings)
         empty = tmp_path / "nothing"
         empty.mkdir()
@@ -118,7 +123,9 @@ class TestDiscoverAndRead:
         nested = discover([tmp_path], IngestSettings(include=("docs/**",), exclude=("**/b.rst",)))
         assert [f.relative for f in nested.files] == ["docs/a.md"]
 
-    def test_explicit_file_with_unknown_extension_is_sniffed(self, tmp_path: Path, settings: IngestSettings) -> None:
+    def test_explicit_file_with_unknown_extension_is_sniffed(
+        self, tmp_path: Path, settings: IngestSettings
+    ) -> None:
         path = write(tmp_path / "NOTES.cfg", "# Heading\n\nSome [link](x.md) text.\n")
         result = read_documents([path], settings)
         assert result.documents[0].content_type == ContentType.MARKDOWN
@@ -134,7 +141,12 @@ class TestDiscoverAndRead:
             read_document(nocells, settings)
         good = write(
             tmp_path / "good.ipynb",
-            json.dumps({"cells": [{"cell_type": "markdown", "source": ["# Tutorial\n", "Hi"]}], "nbformat": 4}),
+            json.dumps(
+                {
+                    "cells": [{"cell_type": "markdown", "source": ["# Tutorial\n", "Hi"]}],
+                    "nbformat": 4,
+                }
+            ),
         )
         assert read_document(good, settings).title == "Tutorial"
 
@@ -152,7 +164,9 @@ class TestDiscoverAndRead:
 
 
 class TestLinksAndSpecialFiles:
-    def test_symlink_loops_are_reported_not_walked(self, tmp_path: Path, settings: IngestSettings) -> None:
+    def test_symlink_loops_are_reported_not_walked(
+        self, tmp_path: Path, settings: IngestSettings
+    ) -> None:
         write(tmp_path / "docs" / "a.md", "# A\n\ntext")
         os.symlink(tmp_path / "docs", tmp_path / "docs" / "again")  # folder loop
         os.symlink(tmp_path / "self.md", tmp_path / "self.md")  # a link to itself
@@ -205,7 +219,9 @@ class TestLinksAndSpecialFiles:
             shutil.rmtree(root)
 
 
-def _read_as_nobody(root: Path, settings: IngestSettings) -> tuple[list[str], list[tuple[str, str]]]:
+def _read_as_nobody(
+    root: Path, settings: IngestSettings
+) -> tuple[list[str], list[tuple[str, str]]]:
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # child

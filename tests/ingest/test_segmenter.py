@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from rayweave.ingest.segmenter import segment
 
 

@@ -4,7 +4,6 @@ import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from rayweave.ingest.sentences import is_dangling, split_sentences
 
 
@@ -43,7 +42,9 @@ class TestSplitSentences:
         assert texts(t) == ["Steps:", "1. Install it.", "2. Run it.", "New paragraph here"]
 
     def test_lowercase_continuation_is_not_a_boundary(self) -> None:
-        assert texts("Set the flag, i.e. the value. then go.") == ["Set the flag, i.e. the value. then go."]
+        assert texts("Set the flag, i.e. the value. then go.") == [
+            "Set the flag, i.e. the value. then go."
+        ]
 
     def test_range_offsets_are_absolute(self) -> None:
         t = "XXXX First one. Second one. YYYY"
@@ -64,7 +65,14 @@ class TestSplitSentences:
 
 class TestDangling:
     def test_pronouns_and_connectives(self) -> None:
-        for s in ("It runs.", "This works.", "They fail.", "However, no.", "**Therefore** yes", "In addition, x."):
+        for s in (
+            "It runs.",
+            "This works.",
+            "They fail.",
+            "However, no.",
+            "**Therefore** yes",
+            "In addition, x.",
+        ):
             assert is_dangling(s), s
 
     def test_self_contained(self) -> None:
