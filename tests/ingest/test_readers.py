@@ -61,9 +61,8 @@ class TestDiscoverAndRead:
         assert set(docs) == {"guide.md", "mod.py"}
         assert docs["guide.md"].title == "Install Guide"
         assert docs["guide.md"].content_type == ContentType.MARKDOWN
-        assert (
-            docs["mod.py"].content_type == ContentType.CODE and docs["mod.py"].language == "python"
-        )
+        assert docs["mod.py"].content_type == ContentType.CODE
+        assert docs["mod.py"].language == "python"
         assert docs["mod.py"].title == "Queue helpers."
         why = reasons(result.errors)
         assert "binary content" in why["bin.md"]
@@ -84,7 +83,8 @@ class TestDiscoverAndRead:
     def test_bom_and_utf16(self, tmp_path: Path, settings: IngestSettings) -> None:
         bom = write(tmp_path / "bom.md", codecs.BOM_UTF8 + b"# Title\r\n\r\nBody\r\n")
         doc = read_document(bom, settings)
-        assert doc.text == "# Title\n\nBody\n" and doc.title == "Title"
+        assert doc.text == "# Title\n\nBody\n"
+        assert doc.title == "Title"
         u16 = write(tmp_path / "u16.txt", "Hello wide world\n".encode("utf-16"))
         assert read_document(u16, settings).text == "Hello wide world\n"
 
@@ -156,8 +156,10 @@ class TestDiscoverAndRead:
         png = tmp_path / "queue_diagram.png"
         Image.new("RGB", (4, 4), "red").save(png)
         doc = read_document(png, settings)
-        assert doc.content_type == ContentType.IMAGE and doc.language == "png"
-        assert doc.title == "queue diagram" and doc.source == os.path.realpath(png)
+        assert doc.content_type == ContentType.IMAGE
+        assert doc.language == "png"
+        assert doc.title == "queue diagram"
+        assert doc.source == os.path.realpath(png)
         fake = write(tmp_path / "fake.jpg", "not an image")
         with pytest.raises(SourceError, match="not a PNG or JPEG"):
             read_document(fake, settings)
@@ -257,7 +259,8 @@ class TestBeir:
     def test_cosqa_is_python_code(self) -> None:
         docs = list(read_beir_corpus(beir_folder("cosqa-dev")))
         assert len(docs) == 6267
-        assert docs[0].id == "code-0" and docs[0].title == "writeBoolean"
+        assert docs[0].id == "code-0"
+        assert docs[0].title == "writeBoolean"
         assert all(d.content_type == ContentType.CODE and d.language == "python" for d in docs)
         assert sum(1 for d in docs if d.title) > 6200
         assert len({d.id for d in docs}) == len(docs)

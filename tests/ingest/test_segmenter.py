@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rayweave.ingest.segmenter import segment
@@ -36,8 +38,9 @@ class TestSegment:
     )
     def test_tiles_in_order_and_respects_max(self, tokens: list[int], lo: int, hi: int) -> None:
         groups = segment(tokens, min_tokens=lo, max_tokens=hi)
-        assert groups[0][0] == 0 and groups[-1][1] == len(tokens)
-        for (_a, b), (c, _d) in zip(groups, groups[1:], strict=False):
+        assert groups[0][0] == 0
+        assert groups[-1][1] == len(tokens)
+        for (_a, b), (c, _d) in itertools.pairwise(groups):
             assert b == c
         for i, j in groups:
             size = sum(tokens[i:j])

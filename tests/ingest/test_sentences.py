@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import re
 
 from hypothesis import given, settings
@@ -57,7 +58,7 @@ class TestSplitSentences:
         spans = split_sentences(t)
         covered = "".join(t[a:b] for a, b in spans)
         assert re.sub(r"\s", "", covered) == re.sub(r"\s", "", t)
-        for (a, b), (c, _d) in zip(spans, spans[1:], strict=False):
+        for (a, b), (c, _d) in itertools.pairwise(spans):
             assert a < b <= c
         for a, b in spans:
             assert t[a:b] == t[a:b].strip()
