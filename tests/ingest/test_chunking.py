@@ -161,13 +161,19 @@ class TestInvariants:
         for prev, cur in itertools.pairwise(props):
             if cur.parent_id != prev.parent_id or not is_dangling(cur.text):
                 continue
-            # Cut before a dangling sentence only when attaching it would break the maximum.
-            first = split_sentences(cur.text)[0]
-            first_tokens = ESTIMATE.count_tokens([cur.text[first[0] : first[1]]])[0]
+            # A cut before a dangling sentence is made only when it cannot move: attaching the
+            # sentence to the previous proposition would break the maximum, or the cut would
+            # land before another dangling sentence, or leave a fragment under the minimum.
+            spans = split_sentences(cur.text)
+            first_tokens = ESTIMATE.count_tokens([cur.text[spans[0][0] : spans[0][1]]])[0]
+            if prev.token_count + first_tokens > SMALL.proposition_max_tokens:
+                continue
+            rest = cur.text[spans[1][0] :] if len(spans) > 1 else ""
             assert (
-                prev.token_count + first_tokens > SMALL.proposition_max_tokens - 2
-                or cur.token_count > prev.token_count
-            )
+                not rest
+                or is_dangling(rest)
+                or ESTIMATE.count_tokens([rest])[0] < SMALL.proposition_min_tokens
+            ), (prev.text, cur.text)
 
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(markdown_doc(), st.data())
