@@ -68,7 +68,7 @@ _BARE_URL = re.compile(r"(?<![(<\[\"'=])\b(https?://[^\s<>\"'`)\]]*[^\s<>\"'`)\]
 _HTML_HREF = re.compile(r"\bhref\s*=\s*[\"']([^\"'#][^\"']*|#[^\"']+)[\"']", re.IGNORECASE)
 _RST_LINK = re.compile(r"`[^`<\n]*<([^>`\n]+)>`_{1,2}")
 _RST_ROLE = re.compile(
-    r":(?:py:)?(?:doc|ref|func|class|meth|mod|attr|obj|exc|data|const|term)`(?:[^`<]*<)?~?([^`>]+)>?`"
+    r":(?:py:)?(?:doc|ref|func|class|meth|mod|attr|obj|exc|data|const|term):`(?:[^`<]*<)?~?([^`>]+)>?`"
 )
 _INLINE_CODE = re.compile(r"(?<!`)`([^`\n]{1,80})`(?!`)")
 _SYMBOL = re.compile(r"^[A-Za-z_][\w]*(?:(?:\.|::|#)[A-Za-z_]\w*)*(?:\(\))?$")
@@ -494,50 +494,69 @@ _MAX_PHRASE_WORDS = 3
 
 
 def extract_keywords(text: str, *, top_k: int = 8, code: bool = False) -> tuple[str, ...]:
-    """Key phrases by RAKE (word degree / frequency over stopword-delimited phrases).
+    """Key phrases: stopword-delimited 1-3-word n-grams ranked by frequency, longer ones favoured.
 
-    Deterministic: ties break by first occurrence. For code, the identifiers' words are counted
-    instead (keywords of code are the names it uses).
+    A phrase counts every time it occurs inside a stopword-free run, so "dead-letter queue" found
+    in "the dead-letter queue holds" and "from the dead-letter queue after" counts twice (plain
+    RAKE would see two different phrases); plurals count with their singular. Repeated phrases
+    rank first, then phrases mentioned once (longer first, as RAKE would). Phrases contained in,
+    or containing, a better-ranked one are skipped. Deterministic: ties break by first
+    occurrence. For code, the identifiers' words are counted instead.
     """
     if code:
         return _code_keywords(text, top_k)
     prose = _MD_NOISE.sub(" ", _CODE_FENCE.sub(" ", text))
-    phrases: list[list[str]] = []
+    counts: Counter[tuple[str, ...]] = Counter()
+    first: dict[tuple[str, ...], int] = {}
+    surface: dict[tuple[str, ...], Counter[str]] = {}
+    position = 0
     for fragment in _PHRASE_BREAK.split(prose):
-        current: list[str] = []
-        for word in _WORD.findall(fragment):
+        run: list[str] = []
+        for word in [*_WORD.findall(fragment), ""]:
             low = word.lower()
-            if low in _STOPWORDS or len(low) < 2 or low.isdigit():
-                if current:
-                    phrases.append(current)
-                current = []
+            if low and low not in _STOPWORDS and len(low) > 1 and not low.isdigit():
+                run.append(low)
                 continue
-            current.append(low)
-            if len(current) == _MAX_PHRASE_WORDS:
-                phrases.append(current)
-                current = []
-        if current:
-            phrases.append(current)
-    if not phrases:
-        return ()
-    freq: Counter[str] = Counter()
-    degree: Counter[str] = Counter()
-    for phrase in phrases:
-        for w in phrase:
-            freq[w] += 1
-            degree[w] += len(phrase)
-    score: dict[str, float] = {}
-    first: dict[str, int] = {}
-    count: Counter[str] = Counter()
-    for idx, phrase in enumerate(phrases):
-        key = " ".join(phrase)
-        count[key] += 1
-        if key not in score:
-            score[key] = sum(degree[w] / freq[w] for w in phrase)
-            first[key] = idx
-    # Repeated phrases matter more than RAKE alone says in short chunks.
-    ranked = sorted(score, key=lambda k: (-(score[k] + 0.5 * (count[k] - 1)), first[k]))
-    return tuple(ranked[:top_k])
+            keys = [_singular(w) for w in run]
+            for n in range(1, _MAX_PHRASE_WORDS + 1):
+                for i in range(len(run) - n + 1):
+                    gram = tuple(keys[i : i + n])
+                    counts[gram] += 1
+                    surface.setdefault(gram, Counter())[" ".join(run[i : i + n])] += 1
+                    if gram not in first:
+                        first[gram] = position + i
+            position += len(run) + 1
+            run = []
+    ranked = sorted(
+        (g for g in counts if len(g) > 1 or len(g[0]) > 2),
+        key=lambda g: (-_phrase_score(counts[g], len(g)), first[g]),
+    )
+    chosen: list[tuple[str, ...]] = []
+    for gram in ranked:
+        if any(_contains(c, gram) or _contains(gram, c) for c in chosen):
+            continue
+        chosen.append(gram)
+        if len(chosen) == top_k:
+            break
+    return tuple(surface[g].most_common(1)[0][0] for g in chosen)
+
+
+def _phrase_score(count: int, words: int) -> float:
+    """Repeated phrases first (longer ones favoured), then single mentions, longer first."""
+    if count > 1:
+        return count * (1.0 + 0.6 * (words - 1))
+    return 1.0 + 0.1 * (words - 1)
+
+
+def _singular(word: str) -> str:
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is", "'s")):
+        return word[:-1]
+    return word
+
+
+def _contains(outer: tuple[str, ...], inner: tuple[str, ...]) -> bool:
+    n = len(inner)
+    return n <= len(outer) and any(outer[i : i + n] == inner for i in range(len(outer) - n + 1))
 
 
 _CODE_STOP = frozenset(
