@@ -506,39 +506,49 @@ def extract_keywords(text: str, *, top_k: int = 8, code: bool = False) -> tuple[
     if code:
         return _code_keywords(text, top_k)
     prose = _MD_NOISE.sub(" ", _CODE_FENCE.sub(" ", text))
-    counts: Counter[tuple[str, ...]] = Counter()
-    first: dict[tuple[str, ...], int] = {}
-    surface: dict[tuple[str, ...], Counter[str]] = {}
+    counts: dict[str, int] = {}
+    first: dict[str, int] = {}
+    surface: dict[str, str] = {}
+    lengths: dict[str, int] = {}
     position = 0
+    stop = _STOPWORDS
     for fragment in _PHRASE_BREAK.split(prose):
         run: list[str] = []
         for word in [*_WORD.findall(fragment), ""]:
             low = word.lower()
-            if low and low not in _STOPWORDS and len(low) > 1 and not low.isdigit():
+            if low and low not in stop and len(low) > 1 and not low.isdigit():
                 run.append(low)
                 continue
-            keys = [_singular(w) for w in run]
-            for n in range(1, _MAX_PHRASE_WORDS + 1):
-                for i in range(len(run) - n + 1):
-                    gram = tuple(keys[i : i + n])
-                    counts[gram] += 1
-                    surface.setdefault(gram, Counter())[" ".join(run[i : i + n])] += 1
-                    if gram not in first:
-                        first[gram] = position + i
-            position += len(run) + 1
-            run = []
+            if run:
+                keys = [_singular(w) for w in run]
+                for n in range(1, min(_MAX_PHRASE_WORDS, len(run)) + 1):
+                    for i in range(len(run) - n + 1):
+                        gram = " ".join(keys[i : i + n])
+                        seen = counts.get(gram)
+                        if seen is None:
+                            counts[gram] = 1
+                            first[gram] = position + i
+                            surface[gram] = " ".join(run[i : i + n])
+                            lengths[gram] = n
+                        else:
+                            counts[gram] = seen + 1
+                position += len(run) + 1
+                run = []
     ranked = sorted(
-        (g for g in counts if len(g) > 1 or len(g[0]) > 2),
-        key=lambda g: (-_phrase_score(counts[g], len(g)), first[g]),
+        (g for g in counts if lengths[g] > 1 or len(g) > 2),
+        key=lambda g: (-_phrase_score(counts[g], lengths[g]), first[g]),
     )
-    chosen: list[tuple[str, ...]] = []
+    chosen: list[str] = []
+    padded: list[str] = []
     for gram in ranked:
-        if any(_contains(c, gram) or _contains(gram, c) for c in chosen):
-            continue
+        probe = f" {gram} "
+        if any(probe in c or c in probe for c in padded):
+            continue  # contained in, or containing, a better phrase
         chosen.append(gram)
+        padded.append(probe)
         if len(chosen) == top_k:
             break
-    return tuple(surface[g].most_common(1)[0][0] for g in chosen)
+    return tuple(surface[g] for g in chosen)
 
 
 def _phrase_score(count: int, words: int) -> float:
@@ -552,11 +562,6 @@ def _singular(word: str) -> str:
     if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is", "'s")):
         return word[:-1]
     return word
-
-
-def _contains(outer: tuple[str, ...], inner: tuple[str, ...]) -> bool:
-    n = len(inner)
-    return n <= len(outer) and any(outer[i : i + n] == inner for i in range(len(outer) - n + 1))
 
 
 _CODE_STOP = frozenset(
