@@ -151,6 +151,12 @@ class IngestSettings(_Group):
     proposition_min_tokens: int = Field(default=50, ge=8, description="Lower target for propositions.")
     proposition_max_tokens: int = Field(default=150, ge=16, description="Upper target for propositions.")
     summary_max_tokens: int = Field(default=200, ge=16, description="Extractive summary length.")
+    code_embed: Literal["raw", "words"] = Field(
+        default="raw",
+        description="What the encoders see for code chunks: 'raw' = the code as stored; 'words' = "
+        "a words rendering (kind and name header, docstring, identifiers split: writeBoolean -> "
+        "write Boolean). On CoSQA with MiniLM 'raw' measured MRR@10 0.534 vs 0.507.",
+    )
     max_file_mb: float = Field(default=20.0, gt=0, description="Files above this are reported and skipped.")
     include: tuple[str, ...] = Field(
         default=(), description="Glob patterns to include when walking folders; empty = all known types."

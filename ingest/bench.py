@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rayweave.cluster.settings import IngestSettings
 from rayweave.cluster.types import Document, Level
@@ -50,7 +51,7 @@ def _load(path: Path, settings: IngestSettings) -> list[Document]:
     return read_documents([path], settings).documents
 
 
-def _encoder(model: str):  # type: ignore[no-untyped-def]
+def _encoder(model: str) -> Any:
     """A sentence-transformers encoder for the comparison (CPU; a local folder, no hub access)."""
     from sentence_transformers import SentenceTransformer
 

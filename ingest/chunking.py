@@ -260,7 +260,6 @@ class _Span:
 
 @dataclass(slots=True)
 class _SectionPlan(_Span):
-    core_start: int = 0  # where the section's own text starts (after a window overlap)
     propositions: list[_Span] = field(default_factory=list)
 
 
@@ -582,7 +581,6 @@ def _plan_prose(
             path=sec.path,
             content_type=ctype,
             language=lang,
-            core_start=pieces[sec.core].start,
         )
         props = _propositions(pieces, sec.core, sec.end, text, settings)
         if not (len(props) == 1 and sec.core == sec.start):
@@ -658,7 +656,6 @@ def _plan_code(doc: Document, counter: TokenCounter, settings: IngestSettings) -
             content_type=ContentType.CODE,
             language=u.language,
             unit=u,
-            core_start=u.start,
         )
         members = [m for m in u.members if (m.start, m.end) != (u.start, u.end)]
         for m in members:
@@ -801,7 +798,7 @@ class _Ids:
 
 
 def _assemble(
-    doc: Document, plan: _Plan, summary_text: str, summary_tokens: int
+    doc: Document, plan: _Plan, summary_text: str, summary_tokens: int, code_mode: str
 ) -> ChunkedDocument:
     text = plan.text
     ids = _Ids(doc.id)
@@ -865,7 +862,7 @@ def _assemble(
                 keywords=meta[4],
             )
         )
-        sec_embed.append(_embed_text(sec, sec_text, title, path, code_title))
+        sec_embed.append(_embed_text(sec, sec_text, title, path, code_title, code_mode))
         for prop in sec.propositions:
             ptext = text[prop.start : prop.end]
             ppath = clean_path(prop.path)
@@ -895,7 +892,7 @@ def _assemble(
                     keywords=pmeta[4],
                 )
             )
-            prop_embed.append(_embed_text(prop, ptext, title, ppath, code_title))
+            prop_embed.append(_embed_text(prop, ptext, title, ppath, code_title, code_mode))
             p_index += 1
 
     keywords = plan.keywords or extract_keywords(text, top_k=10)
@@ -920,7 +917,7 @@ def _assemble(
         keywords=keywords,
     )
     if doc.content_type == ContentType.CODE:
-        summary_embed = identifier_words(summary_text)
+        summary_embed = identifier_words(summary_text) if code_mode == "words" else summary_text
     elif summary_text.startswith(title):
         summary_embed = summary_text
     else:
@@ -957,8 +954,12 @@ def _metadata(
     return meta.references, (), meta.dependencies, meta.error_codes, meta.keywords
 
 
-def _embed_text(span: _Span, text: str, title: str, path: tuple[str, ...], code_title: str) -> str:
+def _embed_text(
+    span: _Span, text: str, title: str, path: tuple[str, ...], code_title: str, code_mode: str
+) -> str:
     if span.unit is not None:
+        if code_mode == "raw":
+            return text
         hint = code_title or title
         return code_embed_text(span.unit, title=hint if hint and hint != span.unit.name else "")
     return _prose_embed_text(text, _header(title, path))
@@ -1032,7 +1033,7 @@ def chunk_document(
             raise SourceError(f"{doc.source}: {exc}", path=doc.source) from exc
         raise
     summary_text, summary_tokens = _summary(doc, plan, tokens, settings, summarize)
-    return _assemble(doc, plan, summary_text, summary_tokens)
+    return _assemble(doc, plan, summary_text, summary_tokens, settings.code_embed)
 
 
 def chunk_documents(

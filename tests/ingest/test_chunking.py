@@ -309,6 +309,18 @@ class TestContentTypes:
             "def compute_0(a, b): Compute the compute_0 value from both inputs." in cd.summary.text
         )
 
+    def test_code_embed_modes(self, minilm: TokenizerCounter) -> None:
+        code = 'def writeBoolean(self, n):\n    """Writes a Boolean to the stream."""\n    self.stream.write(n)\n'
+        doc = make(code, ContentType.CODE, title="writeBoolean", language="python")
+        raw = chunk_document(doc, tokens=minilm, settings=IngestSettings())
+        assert raw.embed_texts[1] == raw.sections[0].text
+        words = chunk_document(doc, tokens=minilm, settings=IngestSettings(code_embed="words"))
+        assert words.embed_texts[1].startswith("python function write Boolean\nWrites a Boolean")
+        assert words.embed_texts[0].startswith("write Boolean")
+        assert [c.to_row() for c in words.chunks] == [
+            c.to_row() for c in raw.chunks
+        ]  # stored text unchanged
+
     def test_image(self, settings: IngestSettings) -> None:
         doc = Document(
             id="img",

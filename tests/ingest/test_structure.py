@@ -70,7 +70,9 @@ class TestHtml:
             "<pre class='highlight-python'>a = 1\n```\nb = 2</pre><ol><li>first</li><li>second</li></ol>"
             "<table><tr><th>k</th><th>v</th></tr><tr><td>a|b</td><td>2</td></tr></table><footer>f</footer></body></html>"
         )
-        assert "bad()" not in md and "menu" not in md and "\nf\n" not in md
+        assert "bad()" not in md
+        assert "menu" not in md
+        assert "\nf\n" not in md
         assert "## Sub `t`" in md
         assert "Text with [link](u.html) and ![pic](i.png)." in md
         assert "````python\na = 1\n```\nb = 2\n````" in md

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from pathlib import Path
 
 import pytest
 from rayweave.cluster.errors import ModelError
@@ -42,8 +43,8 @@ class TestTokenizerCounter:
             ["Ferry leases tasks."]
         )
 
-    def test_missing_model(self, tmp_path) -> None:  # type: ignore[no-untyped-def]
-        with pytest.raises(ModelError, match="no tokenizer.json"):
+    def test_missing_model(self, tmp_path: Path) -> None:
+        with pytest.raises(ModelError, match=r"no tokenizer\.json"):
             TokenizerCounter.from_model(tmp_path)
         with pytest.raises(ModelError, match="not installed"):
             model_folder("package:surely_not_installed_pkg/model")
