@@ -4,24 +4,27 @@ Level 1, DOCUMENT: one summary per document, extractive by default (title, lead 
 headings; for code the module docstring and the signatures it defines), or an LLM's summary when
 `summarize` is given. Level 2, SECTION: `section_min_tokens`-`section_max_tokens` semantic
 sections, split on headings first (a heading's subtree stays whole when it fits; small siblings
-merge), then, inside a heading region that is still too long, at topic shifts (the largest
-cosine drops between adjacent sentence windows, when `embed` is given) or else with a sliding
-window whose sections overlap by about `section_overlap_tokens` of whole sentences. Level 3,
-PROPOSITION: `proposition_min_tokens`-`proposition_max_tokens` groups of whole sentences inside a
-section's own (non-overlapping) text; a sentence opening with a dangling pronoun or connective
-("It", "However", ...) stays with the sentence before it whenever the group still fits.
+merge), then, inside a heading region that is still too long, at topic shifts (boundaries where
+the similarity of the sentence windows either side drops well below the region's mean, when
+`embed` is given) or else with a sliding window whose sections overlap by about
+`section_overlap_tokens` of whole sentences. Level 3, PROPOSITION: `proposition_min_tokens`-
+`proposition_max_tokens` groups of whole sentences inside a section's own (non-overlapping)
+text; a sentence opening with a dangling pronoun or connective ("It", "However", ...) stays with
+the sentence before it whenever the group still fits. Code follows module -> class -> function
+(`rayweave.ingest.code`): sections are code units, their propositions the functions inside them.
 
 Every section and proposition is an exact slice of `ChunkedDocument.text` (the document text, or
 for HTML and notebooks their Markdown rendering): `chunk.text == text[start_char:end_char]`.
-Sections tile the text in reading order (only window overlaps repeat text); propositions tile
-their section's own text. Sizes are in the embedding model's tokens, counted in one batched call
-per document (counts of whitespace-separated pieces add up exactly for WordPiece tokenizers).
+Sections tile the text in reading order (only window overlaps repeat text); prose propositions
+tile their section's own text. Sizes are in the embedding model's tokens, counted in one batched
+call per document (counts of whitespace-separated pieces add up exactly for WordPiece).
 
 Bounds hold except for indivisible units, which are kept whole rather than cut mid-way: a
-sentence longer than `proposition_max_tokens` (a proposition of its own), a code block or
-function over `section_max_tokens` is split on lines/statements, but one line that alone exceeds
-the limit stays whole; a heading region smaller than `section_min_tokens` that has no sibling to
-merge with stays small (structure beats size); so does a document shorter than the minimum.
+sentence longer than `proposition_max_tokens` is a proposition of its own; a code block,
+table or function over `section_max_tokens` is split on lines or statements, but one line that
+alone exceeds the limit stays whole; such an oversize piece may carry neighbours worth less than
+the minimum (the "Schema:" line before it). A heading region smaller than `section_min_tokens`
+with no sibling to merge with stays small (structure beats size), as does a short document.
 
 A section whose only proposition would repeat it word for word gets no propositions (the same
 text embedded twice adds cost and duplicate hits, nothing else); the section is then the leaf.
@@ -993,6 +996,27 @@ def _image(doc: Document) -> ChunkedDocument:
 # -- entry points --------------------------------------------------------------------------------
 
 
+class _WithoutSpecials:
+    """A counter whose counts include special tokens ([CLS], [SEP]), minus that constant.
+
+    Piece counts are added up into chunk counts, which only works without the per-text extras.
+    """
+
+    def __init__(self, inner: TokenCounter, extra: int) -> None:
+        self.inner = inner
+        self.extra = extra
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return [max(0, n - self.extra) for n in self.inner.count_tokens(texts)]
+
+
+def _additive(tokens: TokenCounter) -> TokenCounter:
+    if isinstance(tokens, _WithoutSpecials):
+        return tokens
+    extra = int(tokens.count_tokens([""])[0])
+    return _WithoutSpecials(tokens, extra) if extra > 0 else tokens
+
+
 def _check(settings: IngestSettings) -> None:
     if settings.section_min_tokens > settings.section_max_tokens:
         raise ValueError("ingest.section_min_tokens must not exceed ingest.section_max_tokens")
@@ -1012,13 +1036,15 @@ def chunk_document(
 ) -> ChunkedDocument:
     """Chunk one document on all three levels; an empty or unparsable document raises `SourceError`.
 
-    `tokens` counts with the embedding model's tokenizer. `embed` (texts -> vectors) enables
+    `tokens` counts with the embedding model's tokenizer (counts that include special tokens are
+    corrected; `TokenizerCounter` is the fast choice). `embed` (texts -> vectors) enables
     topic-shift splitting of long heading-less regions; `summarize` replaces the extractive
     summary (a failing call falls back to it and leaves a warning).
     """
     _check(settings)
     if doc.content_type == ContentType.IMAGE:
         return _image(doc)
+    tokens = _additive(tokens)
     if not doc.text.strip():
         raise SourceError(
             f"{doc.source or doc.id}: empty document (no text)", path=doc.source or doc.id
@@ -1046,6 +1072,7 @@ def chunk_documents(
 ) -> ChunkBatch:
     """Chunk many documents; one that fails becomes a `ReadError` (path and reason), the rest go on."""
     batch = ChunkBatch()
+    tokens = _additive(tokens)
     for doc in docs:
         try:
             batch.chunked.append(

@@ -489,3 +489,14 @@ def test_rows_round_trip() -> None:
     cd = chunk_document(make("# A\n\nText one. Text two.\n"), tokens=ESTIMATE, settings=SMALL)
     for c in cd.chunks:
         _chunk_row_types(c)
+
+
+def test_counter_with_special_tokens_is_corrected(minilm: TokenizerCounter) -> None:
+    class WithSpecials:  # what a DenseEncoder may count: [CLS] text [SEP]
+        def count_tokens(self, texts: list[str]) -> list[int]:
+            return [n + 2 for n in minilm.count_tokens(texts)]
+
+    doc = make("# T\n\n" + " ".join(f"Sentence {i} is about leases." for i in range(80)))
+    plain = chunk_document(doc, tokens=minilm, settings=IngestSettings())
+    special = chunk_document(doc, tokens=WithSpecials(), settings=IngestSettings())
+    assert [c.to_row() for c in special.chunks] == [c.to_row() for c in plain.chunks]
