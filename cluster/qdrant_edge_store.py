@@ -1,12 +1,16 @@
 """`VectorStore` on qdrant-edge-py: Qdrant's own engine running inside this process.
 
 One `EdgeShard` per collection under `<path>/<collection>`: HNSW and quantization as a Qdrant
-server builds them, persistent (a write-ahead log plus a flush after every write call, so an
-acknowledged write survives a crash), and no server to run. The shard's folder is locked by the
+server builds them, persistent, and no server to run. The shard's folder is locked by the
 process that opens it; other processes reach it through `rayweave.cluster.vector_service`.
 
+Durability: every update goes to the engine's write-ahead log (which alone survives a killed
+process), and no write call returns before a flush has covered it (which also survives an OS
+crash). A flush costs 50-350 ms whatever its size, so concurrent writers share one: a writer
+whose update an in-progress or later flush already covers does not flush again (group commit).
+
 Reads run in parallel (the engine releases the GIL and searches on its own thread pool);
-writes, flushes and the optimizer are serialised by one lock.
+updates and the optimizer are serialised by one lock, flushes by another.
 """
 
 from __future__ import annotations
@@ -61,6 +65,10 @@ class QdrantEdgeStore:
         self._name = collection
         self._folder = Path(path).expanduser() / collection
         self._lock = threading.RLock()
+        # Group commit: `_applied` counts updates, `_flushed` the updates a finished flush covers.
+        self._flush_lock = threading.Lock()
+        self._applied = 0
+        self._flushed = 0
         self._shard: qe.EdgeShard | None = None
         self._spec: CollectionSpec | None = None
         self._closed = False
@@ -111,7 +119,7 @@ class QdrantEdgeStore:
             shard.flush()
 
     def drop(self) -> None:
-        with self._lock:
+        with self._lock, self._flush_lock:
             self._check_open()
             if self._shard is not None:
                 with self._engine("close"):
@@ -126,7 +134,7 @@ class QdrantEdgeStore:
             self._closed = True
             shard, self._shard = self._shard, None
             if shard is not None:
-                with self._engine("close"):
+                with self._flush_lock, self._engine("close"):
                     shard.flush()
                     shard.close()
 
@@ -138,11 +146,10 @@ class QdrantEdgeStore:
         shard, spec = self._require()
         prepared = prepare_points(points, spec)
         batch = self._settings.upsert_batch
-        with self._lock, self._engine("upsert"):
-            for start in range(0, len(prepared), batch):
-                chunk = [_edge_point(p) for p in prepared[start : start + batch]]
-                shard.update(qe.UpdateOperation.upsert_points(chunk))
-            shard.flush()
+        for start in range(0, len(prepared), batch):
+            chunk = [_edge_point(p) for p in prepared[start : start + batch]]
+            self._update(shard, qe.UpdateOperation.upsert_points(chunk), "upsert")
+        self._flush(shard)
 
     def delete(self, filter: Filter) -> int:
         flt = _edge_must(require_filter(filter, "delete"))
@@ -150,8 +157,9 @@ class QdrantEdgeStore:
         with self._lock, self._engine("delete"):
             n = shard.count(qe.CountRequest(exact=True, filter=flt))
             if n:
-                shard.update(qe.UpdateOperation.delete_points_by_filter(flt))
-                shard.flush()
+                self._update(shard, qe.UpdateOperation.delete_points_by_filter(flt), "delete")
+        if n:
+            self._flush(shard)
         return n
 
     def set_payload(self, filter: Filter, payload: Mapping[str, Any]) -> int:
@@ -165,8 +173,11 @@ class QdrantEdgeStore:
         with self._lock, self._engine("set_payload"):
             n = shard.count(qe.CountRequest(exact=True, filter=flt))
             if n and values:
-                shard.update(qe.UpdateOperation.set_payload_by_filter(flt, values))
-                shard.flush()
+                self._update(
+                    shard, qe.UpdateOperation.set_payload_by_filter(flt, values), "set_payload"
+                )
+        if n and values:
+            self._flush(shard)
         return n
 
     # -- reads ----------------------------------------------------------------------------------
@@ -234,6 +245,22 @@ class QdrantEdgeStore:
         return points, None if next_offset is None else str(next_offset)
 
     # -- internals ------------------------------------------------------------------------------
+
+    def _update(self, shard: qe.EdgeShard, op: qe.UpdateOperation, name: str) -> None:
+        with self._lock, self._engine(name):
+            shard.update(op)
+            self._applied += 1
+
+    def _flush(self, shard: qe.EdgeShard) -> None:
+        """Return once a flush that started after this thread's updates has finished."""
+        target = self._applied
+        with self._flush_lock:
+            if self._flushed >= target:
+                return  # another writer's flush covered these updates
+            covered = self._applied
+            with self._engine("flush"):
+                shard.flush()
+            self._flushed = covered
 
     def _exists(self) -> bool:
         return (self._folder / _CONFIG_FILE).is_file()

@@ -177,18 +177,21 @@ def chunk_id_of(payload: Mapping[str, Any] | None, uuid: object) -> str:
 # Vectors
 
 
-def _dense_matrix(
+def dense_matrix(
     rows: Sequence[np.ndarray | Sequence[float]], ids: Sequence[str], dim: int | None, name: str
 ) -> np.ndarray:
     """Stack and check vectors in one pass; errors name the first offending point."""
     try:
         matrix = np.asarray(rows, dtype=np.float32)
     except (ValueError, TypeError):
+        expected = dim
         for pid, row in zip(ids, rows, strict=True):
             arr = np.asarray(row)
-            if arr.ndim != 1 or (dim is not None and arr.shape[0] != dim):
+            if arr.ndim == 1 and expected is None:
+                expected = arr.shape[0]
+            if arr.ndim != 1 or arr.shape[0] != expected:
                 raise InputError(
-                    f"point {pid!r}: {name} vector has shape {arr.shape}, expected ({dim},)"
+                    f"point {pid!r}: {name} vector has shape {arr.shape}, expected ({expected},)"
                 ) from None
         raise InputError(f"{name} vectors of points {list(ids)[:5]} are not numeric") from None
     if matrix.ndim != 2:
@@ -233,7 +236,7 @@ def _column(
         raise InputError(
             f"point {points[present[0][0]].id!r} has a {name} vector; the collection has none"
         )
-    matrix = _dense_matrix([v for _, v in present], [points[i].id for i, _ in present], dim, name)
+    matrix = dense_matrix([v for _, v in present], [points[i].id for i, _ in present], dim, name)
     for (i, _), row in zip(present, matrix.tolist(), strict=True):
         out[i] = row
     return out
