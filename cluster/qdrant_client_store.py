@@ -290,9 +290,14 @@ class QdrantClientStore:
             modifier = models.Modifier.IDF if s.sparse_idf else None
             sparse = {SPARSE: models.SparseVectorParams(modifier=modifier)}
         quantization: models.ScalarQuantization | models.BinaryQuantization | None = None
-        hnsw = None
-        if self._server:  # local mode ignores both (and warns)
-            hnsw = models.HnswConfigDiff(m=s.hnsw_m, ef_construct=s.hnsw_ef_construct)
+        hnsw = optimizers = None
+        if self._server:  # local mode ignores these (and warns)
+            hnsw = models.HnswConfigDiff(
+                m=s.hnsw_m,
+                ef_construct=s.hnsw_ef_construct,
+                full_scan_threshold=s.indexing_threshold_kb,
+            )
+            optimizers = models.OptimizersConfigDiff(indexing_threshold=s.indexing_threshold_kb)
             if s.quantization == "int8":
                 quantization = models.ScalarQuantization(
                     scalar=models.ScalarQuantizationConfig(
@@ -308,6 +313,7 @@ class QdrantClientStore:
             vectors_config=vectors,
             sparse_vectors_config=sparse,
             hnsw_config=hnsw,
+            optimizers_config=optimizers,
             quantization_config=quantization,
         )
 

@@ -52,8 +52,6 @@ from rayweave.cluster.vector_store import (
     VectorQuery,
 )
 
-# Segments below this size (KB) are searched by brute force, as in Qdrant's default config.
-_FULL_SCAN_THRESHOLD_KB = 10_000
 _CONFIG_FILE = "edge_config.json"
 
 
@@ -137,6 +135,17 @@ class QdrantEdgeStore:
                 with self._flush_lock, self._engine("close"):
                     shard.flush()
                     shard.close()
+
+    def info(self) -> dict[str, int]:
+        """Engine figures for status pages: points, vectors in HNSW indexes, segments."""
+        shard, _ = self._require()
+        with self._engine("info"):
+            info = shard.info()
+        return {
+            "points": info.points_count,
+            "indexed_vectors": info.indexed_vectors_count,
+            "segments": info.segments_count,
+        }
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -336,9 +345,10 @@ class QdrantEdgeStore:
             hnsw_config=qe.HnswIndexConfig(
                 m=s.hnsw_m,
                 ef_construct=s.hnsw_ef_construct,
-                full_scan_threshold=_FULL_SCAN_THRESHOLD_KB,
+                full_scan_threshold=s.indexing_threshold_kb,
             ),
             quantization_config=quantization,
+            optimizers=qe.EdgeOptimizersConfig(indexing_threshold=s.indexing_threshold_kb),
         )
 
     def _request(self, pq: PreparedQuery) -> qe.QueryRequest:

@@ -86,6 +86,12 @@ class QdrantSettings(_Group):
     hnsw_m: int = Field(default=16, ge=4, description="HNSW graph degree.")
     hnsw_ef_construct: int = Field(default=128, ge=8, description="HNSW build beam width.")
     search_ef: int = Field(default=128, ge=8, description="HNSW search beam width.")
+    indexing_threshold_kb: int = Field(
+        default=10_000,
+        ge=1,
+        description="Segments, and filtered candidate sets, holding fewer KB of vectors than this are "
+        "searched exactly instead of through HNSW (Qdrant's default; about 6.5k 384-d vectors).",
+    )
     quantization: Literal["none", "int8", "binary"] = Field(
         default="int8", description="Stored-vector quantization (rescored with originals)."
     )
