@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any
 
 import numpy as np
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError, RayTaskError
 from rayweave.cluster.errors import InputError, RayweaveError, ServiceError, VectorStoreError
 from rayweave.cluster.qdrant_client_store import MEMORY
 from rayweave.cluster.settings import QdrantSettings
@@ -254,8 +255,9 @@ class RemoteVectorStore:
 
     Errors raised by the store (QueryError, NotFoundError, VectorStoreError, ...) arrive with
     their own type; transport failures become VectorStoreError with the cause attached. A call
-    that finds the actor dead re-acquires it (re-creating it from disk) and retries once: every
-    operation of the protocol is idempotent.
+    that finds the actor restarting waits for it (within the call's timeout); one that finds it
+    dead re-creates it from disk and retries once. Retrying is safe: every operation of the
+    protocol is idempotent.
     """
 
     def __init__(
@@ -273,10 +275,12 @@ class RemoteVectorStore:
 
     def _call(self, method: str, *args: Any, timeout_s: float | None = None, **kwargs: Any) -> Any:
         timeout = timeout_s or self._settings.timeout_s
-        for attempt in range(2):
+        deadline = time.monotonic() + timeout
+        reacquired = False
+        while True:
             try:
                 ref = getattr(self._handle, method).remote(*args, **kwargs)
-                return ray.get(ref, timeout=timeout)
+                return ray.get(ref, timeout=max(deadline - time.monotonic(), 0.1))
             except RayTaskError as exc:
                 cause = exc.cause
                 if isinstance(cause, RayweaveError):
@@ -288,14 +292,21 @@ class RemoteVectorStore:
                 raise VectorStoreError(
                     f"vector actor {self._name!r} did not answer {method} within {timeout}s"
                 ) from exc
+            except ActorUnavailableError as exc:
+                # Restarting after a crash (or unreachable for a moment): wait for it.
+                if time.monotonic() >= deadline:
+                    raise VectorStoreError(
+                        f"vector actor {self._name!r} stayed unavailable: {exc}"
+                    ) from exc
+                time.sleep(0.2)
             except RayActorError as exc:
-                if attempt:
+                # Dead for good: re-create it from disk, once.
+                if reacquired:
                     raise VectorStoreError(
                         f"vector actor {self._name!r} is unavailable: {exc}"
                     ) from exc
-                log.warning(
-                    "vector actor %s unavailable during %s; re-acquiring it", self._name, method
-                )
+                log.warning("vector actor %s died during %s; re-creating it", self._name, method)
+                reacquired = True
                 self._handle = _acquire_actor(
                     self._settings, self._path, self._collection, self._namespace
                 )
@@ -305,7 +316,6 @@ class RemoteVectorStore:
                 raise VectorStoreError(
                     f"vector actor {self._name!r}: {method} failed: {exc}"
                 ) from exc
-        raise AssertionError("unreachable")
 
     def ensure_collection(self, spec: CollectionSpec) -> None:
         self._call("ensure_collection", spec)
