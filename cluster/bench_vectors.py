@@ -209,11 +209,17 @@ def bench_adapter(
         store.close()
 
 
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    return str(value)
+
+
 def format_table(rows: Sequence[dict[str, Any]]) -> str:
     if not rows:
         return "(no results)"
     cols = list(rows[0])
-    cells = [[f"{r[c]:.3g}" if isinstance(r[c], float) else str(r[c]) for c in cols] for r in rows]
+    cells = [[_cell(r[c]) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
     lines = ["  ".join(c.rjust(w) for c, w in zip(cols, widths, strict=True))]
     lines += ["  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in cells]

@@ -182,7 +182,20 @@ class QdrantClientStore:
     # -- reads ----------------------------------------------------------------------------------
 
     def query(self, query: VectorQuery) -> list[ScoredPoint]:
-        return self.query_batch([query])[0]
+        pq = prepare_query(query, self._require())
+        req = self._request(pq)
+        with self._reading(), self._call("query"):
+            resp = self._client.query_points(
+                self._name,
+                query=req.query,
+                using=req.using,
+                prefetch=req.prefetch,
+                query_filter=req.filter,
+                search_params=req.params,
+                limit=pq.limit,
+                with_payload=True if pq.with_payload else [CHUNK_ID],
+            )
+        return [_scored(p.id, p.score, p.payload, pq.with_payload) for p in resp.points]
 
     def query_batch(self, queries: Sequence[VectorQuery]) -> list[list[ScoredPoint]]:
         if not queries:

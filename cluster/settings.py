@@ -109,7 +109,9 @@ class QdrantSettings(_Group):
         description="RRF constant for engine-side hybrid fusion (60 as in Cormack et al. 2009; "
         "Qdrant's own default is 2, which lets the top few ranks dominate).",
     )
-    upsert_batch: int = Field(default=512, ge=1, description="Points per upsert call.")
+    upsert_batch: int = Field(
+        default=512, ge=1, description="Points per upsert call; the embedded engine flushes to disk once per call."
+    )
     timeout_s: float = Field(
         default=30.0,
         gt=0,

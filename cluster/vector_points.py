@@ -208,21 +208,26 @@ def dense_matrix(
 
 
 def check_sparse(vector: SparseVector, where: str) -> SparseVector:
-    """Indices must be unique non-negative uint32 and weights finite (Qdrant rejects the rest)."""
+    """Indices must be unique non-negative uint32 and weights finite (Qdrant rejects the rest).
+
+    Plain Python on purpose: these vectors hold tens of entries, where numpy's per-call
+    overhead would dominate an upsert.
+    """
     if not isinstance(vector, SparseVector):
-        raise InputError(
-            f"{where}: sparse vector must be a SparseVector, got {type(vector).__name__}"
-        )
-    indices = np.asarray(vector.indices, dtype=np.int64)
-    values = np.asarray(vector.values, dtype=np.float64)
-    if indices.size:
-        if indices.min() < 0 or indices.max() > _MAX_SPARSE_INDEX:
+        raise InputError(f"{where}: sparse vector must be a SparseVector, got {type(vector).__name__}")
+    try:
+        indices = tuple(int(i) for i in vector.indices)
+        values = tuple(float(v) for v in vector.values)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{where}: sparse vector is not numeric: {exc}") from None
+    if indices:
+        if min(indices) < 0 or max(indices) > _MAX_SPARSE_INDEX:
             raise InputError(f"{where}: sparse indices must lie in [0, 2**32)")
-        if np.unique(indices).size != indices.size:
+        if len(set(indices)) != len(indices):
             raise InputError(f"{where}: sparse vector has duplicate indices")
-        if not np.isfinite(values).all():
+        if not all(map(math.isfinite, values)):
             raise InputError(f"{where}: sparse vector contains NaN or infinity")
-    return SparseVector(indices=tuple(indices.tolist()), values=tuple(values.tolist()))
+    return SparseVector(indices=indices, values=values)
 
 
 def _column(

@@ -7,6 +7,8 @@ UUIDs inside the adapters because Qdrant accepts only integers and UUIDs.
 
 Adapters: `QdrantEdgeStore` (qdrant-edge-py, in-process, the default) and `QdrantClientStore`
 (qdrant-client: a server URL, or its local mode). `open_vector_store` picks one from settings.
+Embedded engines lock their folder to one process; components in other processes (Ray Data
+writers, Serve replicas) use `rayweave.cluster.vector_service.connect_vector_store` instead.
 """
 
 from __future__ import annotations

@@ -218,6 +218,18 @@ class TestSharedStore:
         assert store.count() == 120
         assert actor_pid(namespace, "durable") not in (first, second)
 
+    def test_client_local_backend_is_shared_too(self, namespace: str, tmp_path: Path) -> None:
+        settings = QdrantSettings(backend="client", upsert_batch=16, timeout_s=60)
+        store = connect_vector_store(
+            settings, path=tmp_path, collection="cl", namespace=namespace, shared=True
+        )
+        assert isinstance(store, RemoteVectorStore)
+        store.ensure_collection(CollectionSpec(name="cl", dense_dim=DIM))
+        points = make_points("c", 40, seed=4)
+        store.upsert(points)
+        assert store.count({"doc_id": "c-doc2"}) == 10
+        assert store.query(VectorQuery(dense=points[21].dense, limit=1))[0].id == "c-21"
+
     def test_actor_bound_to_another_path_is_refused(self, namespace: str, tmp_path: Path) -> None:
         connect_vector_store(
             SETTINGS, path=tmp_path / "a", collection="bound", namespace=namespace, shared=True
