@@ -110,7 +110,9 @@ class QdrantSettings(_Group):
         "Qdrant's own default is 2, which lets the top few ranks dominate).",
     )
     upsert_batch: int = Field(
-        default=512, ge=1, description="Points per upsert call; the embedded engine flushes to disk once per call."
+        default=512,
+        ge=1,
+        description="Points per upsert call; the embedded engine flushes to disk once per call.",
     )
     timeout_s: float = Field(
         default=30.0,

@@ -214,7 +214,9 @@ def check_sparse(vector: SparseVector, where: str) -> SparseVector:
     overhead would dominate an upsert.
     """
     if not isinstance(vector, SparseVector):
-        raise InputError(f"{where}: sparse vector must be a SparseVector, got {type(vector).__name__}")
+        raise InputError(
+            f"{where}: sparse vector must be a SparseVector, got {type(vector).__name__}"
+        )
     try:
         indices = tuple(int(i) for i in vector.indices)
         values = tuple(float(v) for v in vector.values)
