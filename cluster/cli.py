@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from rich.console import Console
+from rich.table import Table
+
 from rayweave.cluster import __version__
 from rayweave.cluster.errors import InputError, RayweaveError
 from rayweave.cluster.settings import Settings, load_settings
-from rich.console import Console
-from rich.table import Table
 
 app = typer.Typer(
     name="rayweave",

@@ -63,6 +63,7 @@ def collect_status(settings: Settings) -> StatusReport:
 
 def _serve_status(settings: Settings) -> str:
     from ray import serve
+
     from rayweave.cluster.runtime import connect
 
     try:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
+
 from rayweave.cluster.settings import QdrantSettings
 from rayweave.cluster.types import SparseVector
 

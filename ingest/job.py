@@ -13,9 +13,10 @@ import os
 import sys
 from pathlib import Path
 
+from rich.console import Console
+
 from rayweave.cluster.errors import InputError, RayweaveError
 from rayweave.cluster.settings import load_settings
-from rich.console import Console
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import ray
+
     from rayweave.ingest.pipeline import run_ingest
 
     console = Console(stderr=True, force_terminal=False)

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
 from rayweave.cluster.errors import SourceError
 from rayweave.cluster.settings import Settings
 from rayweave.ingest.report import IngestSummary
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,6 +93,7 @@ def run_ingest(
     """Ingest files/folders (or one BEIR folder) into `collection`; returns the run summary."""
     import ray
     from ray.data import ActorPoolStrategy, DataContext
+
     from rayweave.cluster.runtime import connect
     from rayweave.ingest import stages
     from rayweave.ingest.writers import DocumentWriter, visible_document_hashes

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from rayweave.cluster.errors import RayweaveError
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Chunk, ContentType, Document, Entity, Level, SparseVector

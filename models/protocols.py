@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
+
 from rayweave.cluster.types import Entity, SparseVector
 
 TextKind = Literal["query", "document"]

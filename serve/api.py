@@ -26,13 +26,14 @@ from prometheus_client import (
     generate_latest,
 )
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.middleware.base import BaseHTTPMiddleware
+
 from rayweave.cluster import __version__
 from rayweave.cluster.errors import AuthError, RateLimitError
 from rayweave.cluster.settings import ServeSettings
 from rayweave.serve.errors import error_body, install_error_handlers
 from rayweave.serve.schemas import AnswerResponse, ResultItem, SearchRequest, SearchResponse
 from rayweave.serve.service import SearchService
-from starlette.middleware.base import BaseHTTPMiddleware
 
 STATIC = Path(__file__).parent / "static"
 

@@ -16,9 +16,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from ray.serve import Application
+from rich.console import Console
+
 from rayweave.cluster.errors import ServiceError
 from rayweave.cluster.settings import Settings, load_settings
-from rich.console import Console
 
 DEFAULT_SERVE_CONFIG = Path(__file__).parent / "config.yaml"
 
@@ -109,6 +110,7 @@ def serve_config(settings: Settings) -> dict[str, Any]:
 def deploy(settings: Settings, *, console: Console | None = None, timeout_s: float = 600.0) -> str:
     """Start the embedded stack if needed and deploy the app; returns the ingress URL."""
     from ray.serve.schema import ServeDeploySchema
+
     from rayweave.cluster.runtime import connect
     from rayweave.cluster.services import resolve_graph_connection
 

@@ -47,7 +47,9 @@ _IDENTIFIER = re.compile(
     r"[A-Za-z_][A-Za-z0-9]*_[A-Za-z0-9_]+|[a-z]+[A-Z][A-Za-z0-9]+|\w+\(\)|\w+\.\w+\("
 )
 _RELATIVE = re.compile(r"\b(that|which|who|whose|whom|where|when)\b", re.IGNORECASE)
-_CAPITALISED = re.compile(r"\b[A-Z][a-z0-9]+(?:\s+(?:(?:of|the|de|von|van|da|del|la|le)\s+)?[A-Z][a-z0-9]+)*")
+_CAPITALISED = re.compile(
+    r"\b[A-Z][a-z0-9]+(?:\s+(?:(?:of|the|de|von|van|da|del|la|le)\s+)?[A-Z][a-z0-9]+)*"
+)
 _STOP = frozenset(
     [
         "a",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+
 from rayweave.cluster.errors import QueryError, ServiceError
 from rayweave.cluster.settings import Settings
 

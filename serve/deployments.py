@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ray import serve
+
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Hit
 from rayweave.serve.search import Classification, RankedLists, RetrievalPlan, RetrievalQuery

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ray import serve
+
 from rayweave.cluster.settings import Settings
 from rayweave.serve.deployments import HandleProxy
 from rayweave.serve.planning import Planner

@@ -143,8 +143,9 @@ def build_refiner(settings: Settings) -> TfidfRefiner | ModelRefiner | LlmRefine
             raise ConfigError(
                 "refiner 'cross-encoder' needs serve.retrieval.cross_encoder (a checkpoint name or path)"
             )
-        from rayweave.models.resolve import resolve_model_path
         from sentence_transformers import CrossEncoder
+
+        from rayweave.models.resolve import resolve_model_path
 
         return ModelRefiner(CrossEncoder(str(resolve_model_path(name))))
     if mode == "maxsim":

@@ -6,6 +6,7 @@ from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
 from rayweave.cluster.types import GraphPath, Hit
 
 

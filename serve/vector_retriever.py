@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
+
 from rayweave.cluster.settings import RetrievalSettings, Settings
 from rayweave.cluster.types import Hit, Level, SparseVector
 from rayweave.cluster.vector_store import ScoredPoint, VectorQuery, VectorStore

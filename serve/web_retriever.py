@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import httpx
+
 from rayweave.cluster.errors import ConfigError, ServiceError
 from rayweave.cluster.settings import RetrievalSettings
 from rayweave.cluster.types import Hit, Level, stable_id

@@ -4,12 +4,30 @@ from rayweave.cluster.types import Hit, Level
 from rayweave.serve.context import assemble_context, estimate_tokens
 
 
-def hit(i: str, doc: str, level: Level, text: str, *, parent: str | None = None, pos: int = 0, score: float = 1.0) -> Hit:
+def hit(
+    i: str,
+    doc: str,
+    level: Level,
+    text: str,
+    *,
+    parent: str | None = None,
+    pos: int = 0,
+    score: float = 1.0,
+) -> Hit:
     meta: dict[str, object] = {"position": pos}
     if parent:
         meta["parent_id"] = parent
-    return Hit(id=i, doc_id=doc, text=text, score=score, level=level, title=f"Doc {doc}", source=f"{doc}.md",
-               section_path=("Guide", f"S{parent or i}"), metadata=meta)
+    return Hit(
+        id=i,
+        doc_id=doc,
+        text=text,
+        score=score,
+        level=level,
+        title=f"Doc {doc}",
+        source=f"{doc}.md",
+        section_path=("Guide", f"S{parent or i}"),
+        metadata=meta,
+    )
 
 
 def test_groups_by_document_then_section_in_reading_order() -> None:
@@ -24,7 +42,9 @@ def test_groups_by_document_then_section_in_reading_order() -> None:
     a = ctx.documents[0]
     assert [s.text for s in a.sections] == ["intro section", "first fact\nsecond fact"]
     assert a.sections[1].chunk_ids == ["p1", "p2"]
-    assert ctx.text.index("intro section") < ctx.text.index("first fact") < ctx.text.index("other doc")
+    assert (
+        ctx.text.index("intro section") < ctx.text.index("first fact") < ctx.text.index("other doc")
+    )
 
 
 def test_a_section_hit_supersedes_its_propositions() -> None:

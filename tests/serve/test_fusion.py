@@ -45,7 +45,9 @@ class TestReciprocalRankFusion:
 
 class TestWeightedScoreFusion:
     def test_min_max_normalises_each_list(self) -> None:
-        fused = weighted_score_fusion({"a": [h("x", 10), h("y", 0)], "b": [h("y", 0.9), h("x", 0.1)]})
+        fused = weighted_score_fusion(
+            {"a": [h("x", 10), h("y", 0)], "b": [h("y", 0.9), h("x", 0.1)]}
+        )
         scores = {f.id: f.score for f in fused}
         assert scores == {"x": pytest.approx(1.0), "y": pytest.approx(1.0)}
 

@@ -21,8 +21,12 @@ CODE = Classification(query_type=QueryType.CODE, scope=ContentScope.CODE)
         (Profile.FULL, True, True, True, "tfidf"),
     ],
 )
-def test_profiles_select_retrievers(profile: Profile, dense: bool, sparse: bool, graph: bool, refine: str) -> None:
-    plan = make_plan(DOCS, profile=profile, top_k=10, hierarchical=None, settings=RetrievalSettings())
+def test_profiles_select_retrievers(
+    profile: Profile, dense: bool, sparse: bool, graph: bool, refine: str
+) -> None:
+    plan = make_plan(
+        DOCS, profile=profile, top_k=10, hierarchical=None, settings=RetrievalSettings()
+    )
     assert (plan.dense, plan.sparse, plan.graph, plan.refine) == (dense, sparse, graph, refine)
 
 
@@ -31,7 +35,10 @@ def test_default_profile_and_hierarchy_come_from_settings() -> None:
     plan = make_plan(DOCS, profile=None, top_k=5, hierarchical=None, settings=settings)
     assert plan.profile is Profile.HYBRID
     assert plan.hierarchical is True
-    assert make_plan(DOCS, profile=None, top_k=5, hierarchical=False, settings=settings).hierarchical is False
+    assert (
+        make_plan(DOCS, profile=None, top_k=5, hierarchical=False, settings=settings).hierarchical
+        is False
+    )
 
 
 def test_code_queries_weigh_the_lexical_list_down() -> None:
@@ -41,5 +48,7 @@ def test_code_queries_weigh_the_lexical_list_down() -> None:
 
 
 def test_candidates_never_fewer_than_top_k() -> None:
-    plan = make_plan(DOCS, profile=None, top_k=80, hierarchical=None, settings=RetrievalSettings(candidates=50))
+    plan = make_plan(
+        DOCS, profile=None, top_k=80, hierarchical=None, settings=RetrievalSettings(candidates=50)
+    )
     assert plan.candidates == 80

@@ -7,7 +7,14 @@ import pytest
 from rayweave.cluster.errors import ConfigError
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Hit
-from rayweave.serve.refine import LlmRefiner, TfidfRefiner, blend, build_refiner, parse_ranking, tfidf_scores
+from rayweave.serve.refine import (
+    LlmRefiner,
+    TfidfRefiner,
+    blend,
+    build_refiner,
+    parse_ranking,
+    tfidf_scores,
+)
 
 
 def hit(i: str, text: str) -> Hit:
@@ -23,12 +30,15 @@ def test_tfidf_prefers_rare_query_terms() -> None:
 
 def test_blend_keeps_a_voice_for_the_fused_order() -> None:
     hits = [hit("a", ""), hit("b", ""), hit("c", "")]
-    assert [h.id for h in blend(hits, [0.0, 0.0, 1.0], weight=0.3)][0] == "a"
-    assert [h.id for h in blend(hits, [0.0, 0.0, 1.0], weight=0.9)][0] == "c"
+    assert next(h.id for h in blend(hits, [0.0, 0.0, 1.0], weight=0.3)) == "a"
+    assert next(h.id for h in blend(hits, [0.0, 0.0, 1.0], weight=0.9)) == "c"
 
 
 def test_tfidf_refiner_moves_the_matching_statement_up() -> None:
-    hits = [hit("a", "installation steps for linux"), hit("b", "how to retry failed tasks with backoff")]
+    hits = [
+        hit("a", "installation steps for linux"),
+        hit("b", "how to retry failed tasks with backoff"),
+    ]
     out = asyncio.run(TfidfRefiner(weight=0.8).refine("retry failed tasks", hits, None))
     assert out[0].id == "b"
 
@@ -44,7 +54,9 @@ def test_parse_ranking(reply: str, expected: list[int]) -> None:
 class _FixedChat:
     """A real ChatModel implementation with a canned policy (a model-free LLM stand-in)."""
 
-    def complete(self, messages: list[dict[str, str]], *, max_tokens: int = 256, temperature: float = 0.0) -> str:
+    def complete(
+        self, messages: list[dict[str, str]], *, max_tokens: int = 256, temperature: float = 0.0
+    ) -> str:
         return "[2, 1]"
 
 

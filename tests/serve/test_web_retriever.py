@@ -26,7 +26,7 @@ RESULTS = {
 class _Searx(BaseHTTPRequestHandler):
     delay = 0.0
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         time.sleep(self.delay)
         if not self.path.startswith("/search?"):
             self.send_error(404)
@@ -56,7 +56,9 @@ def searx() -> Iterator[ThreadingHTTPServer]:
 
 
 def query() -> RetrievalQuery:
-    plan = RetrievalPlan(profile=Profile.GRAPH, query_type=QueryType.GENERAL, scope=ContentScope.DOCS, candidates=5)
+    plan = RetrievalPlan(
+        profile=Profile.GRAPH, query_type=QueryType.GENERAL, scope=ContentScope.DOCS, candidates=5
+    )
     return RetrievalQuery(text="retries", plan=plan)
 
 
