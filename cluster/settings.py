@@ -232,19 +232,43 @@ class IngestSettings(_Group):
     batch_size: int = Field(default=64, ge=1, description="Rows per Ray Data batch.")
 
 
-class DeploymentSettings(_Group):
-    """Resources of one Serve deployment."""
+class RetrievalSettings(_Group):
+    """How a query is answered: profile, fusion, hierarchy and refinement (general defaults,
+    chosen by reasoning and validated on both dev sets, never switched per data set)."""
 
-    num_replicas: int | Literal["auto"] = Field(default=1, description="Replicas, or 'auto'.")
-    min_replicas: int = Field(default=1, ge=0, description="Autoscaling lower bound.")
-    max_replicas: int = Field(default=2, ge=1, description="Autoscaling upper bound.")
-    num_cpus: float = Field(
-        default=0.1, ge=0, description="CPUs per replica (fractional on small hosts)."
+    default_profile: Literal["dense", "sparse", "hybrid", "hybrid+graph", "hybrid+graph+refine"] = (
+        Field(default="hybrid+graph", description="Profile when a request names none.")
     )
-    num_gpus: float = Field(default=0.0, ge=0, description="GPUs per replica.")
-    max_ongoing_requests: int = Field(
-        default=32, ge=1, description="Concurrent requests per replica."
+    fusion: Literal["rrf", "weighted"] = Field(
+        default="rrf", description="How ranked lists are fused."
     )
+    rrf_k: int = Field(default=60, ge=0, description="RRF damping constant (Cormack et al. 2009).")
+    candidates: int = Field(default=50, ge=1, description="Candidates per retriever before fusion.")
+    hierarchical: bool = Field(
+        default=False, description="Default for documents -> sections -> propositions narrowing."
+    )
+    diversity_factor: int = Field(
+        default=1,
+        ge=1,
+        description="Fetch top_k x factor and prefer unseen sources (vss_diversity_factor).",
+    )
+    graph_seeds: int = Field(
+        default=8, ge=1, description="Top vector hits that seed graph expansion."
+    )
+    refiner: Literal["off", "tfidf", "maxsim", "cross-encoder", "llm"] = Field(
+        default="tfidf", description="Refinement used by the '+refine' profile."
+    )
+    cross_encoder: str | None = Field(
+        default=None, description="Cross-encoder checkpoint for refiner='cross-encoder'."
+    )
+    web_provider: Literal["off", "searxng", "tavily", "brave"] = Field(
+        default="off", description="Web search API; off by default."
+    )
+    web_url: str | None = Field(default=None, description="Endpoint of the web search API.")
+    web_api_key: SecretStr | None = Field(
+        default=None, description="API key of the web search API."
+    )
+    web_timeout_s: float = Field(default=1.5, gt=0, description="Web retriever timeout.")
 
 
 class ServeSettings(_Group):
@@ -268,8 +292,11 @@ class ServeSettings(_Group):
     cors_origins: tuple[str, ...] = Field(
         default=(), description="Allowed CORS origins; empty = CORS off."
     )
-    deployments: dict[str, DeploymentSettings] = Field(
-        default_factory=dict, description="Per-deployment overrides keyed by deployment name."
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    serve_config: Path | None = Field(
+        default=None,
+        description="Ray Serve config file (replicas, autoscaling, CPU/GPU per deployment); "
+        "None = the packaged serve/config.yaml, the same file `serve deploy` and KubeRay use.",
     )
 
 
