@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+
 from rayweave.cluster.settings import QdrantSettings
 from rayweave.cluster.types import SparseVector
 from rayweave.cluster.vector_store import CollectionSpec, VectorPoint, VectorQuery, VectorStore

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 from qdrant_client import QdrantClient, models
+
 from rayweave.cluster.errors import InputError, NotFoundError, RayweaveError, VectorStoreError
 from rayweave.cluster.settings import QdrantSettings
 from rayweave.cluster.types import SparseVector, point_uuid

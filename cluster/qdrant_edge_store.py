@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import qdrant_edge as qe
+
 from rayweave.cluster.errors import InputError, NotFoundError, RayweaveError, VectorStoreError
 from rayweave.cluster.settings import QdrantSettings
 from rayweave.cluster.types import SparseVector, point_uuid

@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any, get_args
 
 import numpy as np
+
 from rayweave.cluster.errors import InputError, QueryError, VectorStoreError
 from rayweave.cluster.types import SparseVector, point_uuid
 from rayweave.cluster.vector_store import (

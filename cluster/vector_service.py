@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import ray
 from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError, RayTaskError
+
 from rayweave.cluster.errors import InputError, RayweaveError, ServiceError, VectorStoreError
 from rayweave.cluster.qdrant_client_store import MEMORY
 from rayweave.cluster.settings import QdrantSettings

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
+
 from rayweave.cluster.settings import QdrantSettings
 from rayweave.cluster.types import SparseVector
 
@@ -42,6 +43,7 @@ class CollectionSpec:
     image_dim: int | None = None
     # Payload fields that get a keyword index (filters on them stay fast at scale).
     keyword_fields: tuple[str, ...] = (
+        "chunk_id",
         "doc_id",
         "level",
         "content_type",

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from rayweave.cluster.qdrant_client_store import MEMORY, QdrantClientStore
 from rayweave.cluster.qdrant_edge_store import QdrantEdgeStore
 from rayweave.cluster.settings import QdrantSettings

@@ -14,6 +14,7 @@ import pytest
 import ray
 from ray import cloudpickle
 from ray.exceptions import ActorUnavailableError
+
 from rayweave.cluster.errors import (
     InputError,
     NotFoundError,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from rayweave.cluster.bench_vectors import ClusteredData, clustered_data
 from rayweave.cluster.errors import InputError, NotFoundError, QueryError, VectorStoreError
 from rayweave.cluster.qdrant_edge_store import QdrantEdgeStore
