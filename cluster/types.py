@@ -83,7 +83,9 @@ class _Row:
             value = row[f.name]
             # Annotations are strings under `from __future__ import annotations`.
             if str(f.type).startswith("tuple"):
-                items = [] if value is None else (value.tolist() if hasattr(value, "tolist") else value)
+                items = (
+                    [] if value is None else (value.tolist() if hasattr(value, "tolist") else value)
+                )
                 if "GraphPath" in str(f.type):
                     items = [GraphPath.from_row(p) if isinstance(p, Mapping) else p for p in items]
                 value = tuple(items)

@@ -40,7 +40,14 @@ class CollectionSpec:
     sparse: bool = True
     image_dim: int | None = None
     # Payload fields that get a keyword index (filters on them stay fast at scale).
-    keyword_fields: tuple[str, ...] = ("doc_id", "level", "content_type", "language", "parent_id", "source")
+    keyword_fields: tuple[str, ...] = (
+        "doc_id",
+        "level",
+        "content_type",
+        "language",
+        "parent_id",
+        "source",
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,7 +112,9 @@ class VectorStore(Protocol):
     def close(self) -> None: ...
 
 
-def open_vector_store(settings: QdrantSettings, *, path: Path, collection: str | None = None) -> VectorStore:
+def open_vector_store(
+    settings: QdrantSettings, *, path: Path, collection: str | None = None
+) -> VectorStore:
     """Open the configured adapter in this process for `collection` (default: settings.collection)."""
     name = collection or settings.collection
     if settings.backend == "edge":
