@@ -597,8 +597,85 @@ def consistency_problems(objects: Sequence[Mapping[str, Any]]) -> list[str]:
                     f'{describe(obj)} {at}: the head must run no workloads (num-cpus: "0")'
                 )
 
+    problems.extend(_network_problems(by_kind, templates))
+    problems.extend(_neo4j_problems(by_kind.get("StatefulSet", []), configmaps))
     problems.extend(_rayservice_problems(by_kind.get("RayService", []), templates, by_kind))
     problems.extend(_rayjob_problems(by_kind.get("RayJob", []), configmaps))
+    return problems
+
+
+def _selects(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def _network_problems(
+    by_kind: Mapping[str, Sequence[Mapping[str, Any]]], templates: Sequence[PodTemplate]
+) -> list[str]:
+    """Services and StatefulSets find their pods and ports; NetworkPolicies let every Ray pod in."""
+    problems: list[str] = []
+    services = {str(s["metadata"]["name"]): s for s in by_kind.get("Service", [])}
+    for name, service in services.items():
+        spec = service.get("spec") or {}
+        chosen = [p for p in templates if _selects(spec.get("selector") or {}, p.labels)]
+        if not chosen:
+            problems.append(f"Service/{name}: its selector matches no pod template")
+        for port in spec.get("ports") or []:
+            target = port.get("targetPort", port.get("port"))
+            names = {
+                q.get("name") for p in chosen for c in p.containers for q in c.get("ports") or []
+            }
+            numbers = {
+                q.get("containerPort")
+                for p in chosen
+                for c in p.containers
+                for q in c.get("ports") or []
+            }
+            if chosen and target not in names | numbers:
+                problems.append(
+                    f"Service/{name}: targetPort {target!r} is no container port of its pods"
+                )
+    for sts in by_kind.get("StatefulSet", []):
+        governing = services.get(str((sts.get("spec") or {}).get("serviceName")))
+        if governing is None or (governing.get("spec") or {}).get("clusterIP") != "None":
+            problems.append(f"{describe(sts)}: serviceName must name a rendered headless Service")
+    ray_pods = [p for p in templates if p.ray_group is not None]
+    for policy in by_kind.get("NetworkPolicy", []):
+        spec = policy.get("spec") or {}
+        guarded = [
+            p
+            for p in templates
+            if _selects((spec.get("podSelector") or {}).get("matchLabels") or {}, p.labels)
+        ]
+        if not guarded:
+            problems.append(f"{describe(policy)}: its podSelector matches no pod template")
+        sources = [
+            (peer.get("podSelector") or {}).get("matchLabels") or {}
+            for rule in spec.get("ingress") or []
+            for peer in rule.get("from") or []
+        ]
+        for pod in ray_pods:
+            if not any(_selects(source, pod.labels) for source in sources):
+                problems.append(f"{describe(policy)}: shuts out {pod.owner} {pod.where}")
+    return problems
+
+
+def _neo4j_problems(
+    statefulsets: Sequence[Mapping[str, Any]], configmaps: Mapping[str, Mapping[str, str]]
+) -> list[str]:
+    """Neo4j creates the database rayweave connects to (Community edition has only that one)."""
+    settings = next((d for n, d in configmaps.items() if _is_settings(n)), {})
+    wanted = settings.get("RAYWEAVE_GRAPH__DATABASE")
+    problems = []
+    for sts in statefulsets:
+        for container in (((sts.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+            "containers"
+        ) or []:
+            env = {e.get("name"): e.get("value") for e in container.get("env") or []}
+            name = env.get("NEO4J_initial_dbms_default__database")
+            if name is not None and wanted is not None and name != wanted:
+                problems.append(
+                    f"{describe(sts)}: creates database {name!r}, rayweave uses {wanted!r}"
+                )
     return problems
 
 

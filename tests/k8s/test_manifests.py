@@ -72,6 +72,8 @@ class TestRender:
             ("Service", "neo4j"),
             ("PodDisruptionBudget", "rayweave-serve-workers"),
             ("PersistentVolumeClaim", "rayweave-corpus"),
+            ("NetworkPolicy", "qdrant"),
+            ("NetworkPolicy", "neo4j"),
         ]:
             assert expected in kinds, f"{target} lacks {expected}"
         assert (("RayJob", "rayweave-ingest") in kinds) == target.startswith("ingest/")
@@ -96,6 +98,13 @@ class TestRender:
             added = {k for k in with_job if k not in stack}
             assert {k[0] for k in added} == {"RayJob", "ConfigMap"}
             assert all(k[1].startswith("rayweave-ingest") for k in added)
+
+    def test_crds_are_found_beside_the_checkout_or_a_parent(self, tmp_path: Path) -> None:
+        assert manifests.find_crd_dir(tmp_path) is None
+        crds = tmp_path / "shared" / "k8s" / "crds"
+        crds.mkdir(parents=True)
+        (crds / "ray.io_rayjobs.yaml").write_text("{}\n")
+        assert manifests.find_crd_dir(tmp_path / "wt" / "k8s") == crds
 
     def test_render_failure_names_the_target(self, tmp_path: Path) -> None:
         (tmp_path / "kustomization.yaml").write_text("resources: [missing.yaml]\n")
@@ -678,8 +687,11 @@ class TestSettings:
         """Community edition has one database: it must carry the name rayweave connects to."""
         neo4j = _one(rendered["overlays/cpu-dev"], "StatefulSet", "neo4j")
         env = {e["name"]: e for e in neo4j["spec"]["template"]["spec"]["containers"][0]["env"]}
-        ref = env["NEO4J_initial_dbms_default__database"]["valueFrom"]["configMapKeyRef"]
-        assert ref["key"] == "RAYWEAVE_GRAPH__DATABASE"
+        settings = _configmap(rendered["overlays/cpu-dev"], "rayweave-settings")
+        assert (
+            env["NEO4J_initial_dbms_default__database"]["value"]
+            == settings["RAYWEAVE_GRAPH__DATABASE"]
+        )
         assert env["NEO4J_AUTH"]["value"] == "neo4j/$(NEO4J_PASSWORD)"
         assert (
             env["NEO4J_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == "RAYWEAVE_GRAPH__PASSWORD"
@@ -777,6 +789,35 @@ class TestConsistency:
             "credentials must not be committed" in p
             for p in manifests.consistency_problems(objects)
         )
+
+    def test_neo4j_must_create_rayweaves_database(
+        self, rendered: dict[str, list[dict[str, Any]]]
+    ) -> None:
+        objects = self._broken(rendered)
+        for env in _one(objects, "StatefulSet", "neo4j")["spec"]["template"]["spec"]["containers"][
+            0
+        ]["env"]:
+            if env["name"] == "NEO4J_initial_dbms_default__database":
+                env["value"] = "neo4j"
+        assert any("creates database 'neo4j'" in p for p in manifests.consistency_problems(objects))
+
+    def test_services_must_find_their_pods(self, rendered: dict[str, list[dict[str, Any]]]) -> None:
+        objects = self._broken(rendered)
+        _one(objects, "Service", "qdrant")["spec"]["selector"] = {"app.kubernetes.io/name": "qdrnt"}
+        _one(objects, "Service", "neo4j")["spec"]["ports"][0]["targetPort"] = "bolts"
+        problems = manifests.consistency_problems(objects)
+        assert any("Service/qdrant: its selector matches no pod template" in p for p in problems)
+        assert any("Service/neo4j: targetPort 'bolts'" in p for p in problems)
+
+    def test_network_policies_must_admit_every_ray_pod(
+        self, rendered: dict[str, list[dict[str, Any]]]
+    ) -> None:
+        objects = self._broken(rendered)
+        job = _one(objects, "RayJob")["spec"]["rayClusterSpec"]
+        _group(job, "cpu")["template"]["metadata"]["labels"]["app.kubernetes.io/name"] = "ingest"
+        problems = manifests.consistency_problems(objects)
+        assert any("NetworkPolicy/qdrant: shuts out RayJob/rayweave-ingest" in p for p in problems)
+        assert any("NetworkPolicy/neo4j: shuts out RayJob/rayweave-ingest" in p for p in problems)
 
     def test_serve_workers_need_the_app_readiness_probe(
         self, rendered: dict[str, list[dict[str, Any]]]
