@@ -671,7 +671,7 @@ class TestSettings:
         assert env["RAYWEAVE_MODELS__DENSE"] == "BAAI/bge-m3"
         assert env["RAYWEAVE_MODELS__DENSE_KIND"] == "bge-m3"
         assert env["RAYWEAVE_MODELS__PRECISION"] == "fp16"
-        assert env["RAYWEAVE_MODELS__DEVICE"] == "cuda"
+        assert env["RAYWEAVE_MODELS__DEVICE"] == "auto"
         ingest = _configmap(rendered["ingest/gpu-prod"], "rayweave-ingest-settings")
         assert float(ingest["RAYWEAVE_INGEST__ACTOR_GPUS"]) == 1
         assert (
