@@ -13,6 +13,7 @@ Two facts of Ray 2.60 shape this module:
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
@@ -175,7 +176,7 @@ def connect(settings: Settings, *, start: bool = True) -> None:
             address=address,
             namespace=settings.ray.namespace,
             log_to_driver=False,
-            logging_level="WARNING",
+            logging_level=logging.WARNING,
             configure_logging=True,
         )
     except ConnectionError as exc:

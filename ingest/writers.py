@@ -88,7 +88,7 @@ class DocumentWriter:
             shared=shared,
         )
         graph = open_graph_store(settings, namespace=collection)
-        return cls(settings=settings, vectors=vectors, graph=graph)
+        return cls(settings=settings, vectors=vectors, graph=graph, collection=collection)
 
     def close(self) -> None:
         if self.graph is not None:
@@ -100,9 +100,7 @@ class DocumentWriter:
         dim = next(w.dense.shape[1] for w in works if w.dense is not None)
         image_dim = next((len(v) for w in works for v in w.image.values()), None)
         self.vectors.ensure_collection(
-            CollectionSpec(
-                name=self.settings.qdrant.collection, dense_dim=int(dim), image_dim=image_dim
-            )
+            CollectionSpec(name=self.collection, dense_dim=int(dim), image_dim=image_dim)
         )
         self._collection_ready = True
 
