@@ -100,6 +100,12 @@ class GraphSettings(_Group):
     embedded_port: int = Field(default=7689, description="Bolt port of the embedded server.")
     embedded_http_port: int = Field(default=2489, description="HTTP port of the embedded server.")
     embedded_heap_mb: int = Field(default=768, ge=128, description="JVM heap of the embedded server.")
+    embedded_start_timeout_s: float = Field(
+        default=90.0, gt=0, description="How long to wait for the embedded server's Bolt port to answer."
+    )
+    embedded_stop_timeout_s: float = Field(
+        default=20.0, gt=0, description="Grace period after SIGTERM before the embedded server is killed."
+    )
     write_batch: int = Field(default=500, ge=1, description="Rows per UNWIND write.")
     timeout_s: float = Field(default=30.0, gt=0, description="Per-query timeout.")
 
