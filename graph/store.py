@@ -723,7 +723,9 @@ class GraphStore:
 
     def entities_in_text(self, text: str, *, max_ngram: int = _MAX_NGRAM) -> list[EntityMatch]:
         """Known entities named anywhere in `text` (its n-grams looked up as aliases)."""
-        return self.lookup_entities((n for _, n in name_ngrams(text, max_ngram)), normalized=True)
+        return self.lookup_entities(
+            (n for _, _, n in name_ngrams(text, max_ngram)), normalized=True
+        )
 
     def gazetteer(self) -> dict[str, list[str]]:
         """Every alias of the namespace and the entity ids it names (for incremental builds)."""
@@ -760,7 +762,7 @@ class GraphStore:
         ts = time.time() if timestamp is None else float(timestamp)
         names = [normalize_name(n) for n in entity_names]
         if resolve_mentions:
-            names.extend(n for _, n in name_ngrams(text, _MAX_NGRAM))
+            names.extend(n for _, _, n in name_ngrams(text, _MAX_NGRAM))
         forms = list(unique(f for n in names for f in variants(n)))
         params = {
             "ns": self.ns,
