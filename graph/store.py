@@ -221,15 +221,29 @@ class GraphStore:
     def read(
         self, text: str, params: Mapping[str, Any] | None = None, *, op: str = "read"
     ) -> list[dict[str, Any]]:
-        """Run one read query in the store's namespace (`$ns` is always bound)."""
+        """Run one read query in the store's namespace (`$ns` is always bound).
+
+        An auto-commit query: RUN and PULL travel in one round trip, where a transaction
+        function adds BEGIN and COMMIT (measured 1.4 vs 2.2 ms for `RETURN 1`). A dropped
+        connection is retried once.
+        """
         bound = {"ns": self.ns, **(params or {})}
-        query = _q(text)
-
-        def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
-            return [record.data() for record in tx.run(query, bound)]
-
-        with self._errors(op), self._shared.driver.session(database=self.database) as session:
-            return session.execute_read(self._timed(work))
+        query = neo4j.Query(_q(text), timeout=self.settings.timeout_s)
+        for attempt in range(2):
+            try:
+                with (
+                    self._errors(op),
+                    self._shared.driver.session(
+                        database=self.database, default_access_mode=neo4j.READ_ACCESS
+                    ) as session,
+                ):
+                    return session.run(query, bound).data()
+            except GraphStoreError as exc:
+                if attempt == 1 or not isinstance(
+                    exc.__cause__, ServiceUnavailable | SessionExpired
+                ):
+                    raise
+        raise AssertionError("unreachable")
 
     def _write(self, op: str, work: Callable[[neo4j.ManagedTransaction], T]) -> T:
         """One write transaction; a concurrent MERGE that lost a uniqueness race is retried."""

@@ -44,6 +44,7 @@ from rayweave.graph.store import GraphStore
 MAX_PATHS_PER_HIT = 3
 ENTITY_TARGETS_PER_ENTITY = 25
 RELATED_ROWS_PER_SEED = 40
+MENTIONS_MAX_DF = 50
 
 
 class QueryType(StrEnum):
@@ -148,14 +149,16 @@ PROFILES: Mapping[QueryType, TraversalProfile] = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Seed:
-    """A hit to start from (from vector search): a chunk id of any level and its score."""
+    """A hit to start from (from vector search): a chunk id, its score, and its level when known
+    (which saves the lookups of the other two levels)."""
 
     chunk_id: str
     score: float = 1.0
+    level: Level | None = None
 
     @classmethod
     def from_hit(cls, hit: Hit) -> Seed:
-        return cls(chunk_id=hit.id, score=hit.score)
+        return cls(chunk_id=hit.id, score=hit.score, level=hit.level)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -179,18 +182,44 @@ def _node(var: str) -> str:
     return _NODE.format(v=var)
 
 
-def _resolve_seed(param: str) -> str:
-    """Resolve `{param}.key` to `c`, a chunk node of any level (a Document holds its summary)."""
+_LEVEL_LOOKUP = {
+    Level.DOCUMENT: ("Document", "ckey", "dk"),
+    Level.SECTION: ("Section", "key", "sk"),
+    Level.PROPOSITION: ("Proposition", "key", "pk"),
+}
+_NO_KEY = "\u0000"  # a key no node has: an index seek that finds nothing (null would scan)
+
+
+def _resolve_seed(param: str, seeds: Sequence[Seed]) -> str:
+    """Resolve a seed row to `c`, a chunk node of any level (a Document holds its summary).
+
+    Only the levels the seeds can be on are looked up; one known level is a plain MATCH.
+    """
+    levels = [lv for lv in Level if any(s.level in (None, lv) for s in seeds)]
+    if len(levels) == 1:
+        label, prop, col = _LEVEL_LOOKUP[levels[0]]
+        return f"MATCH (c:{label} {{{prop}: {param}.{col}}}) "
+    parts = []
+    names = []
+    for i, lv in enumerate(levels):
+        label, prop, col = _LEVEL_LOOKUP[lv]
+        parts.append(f"OPTIONAL MATCH (c{i}:{label} {{{prop}: {param}.{col}}}) ")
+        names.append(f"c{i}")
     return (
-        f"OPTIONAL MATCH (c1:Document {{ckey: {param}.key}}) "
-        f"OPTIONAL MATCH (c2:Section {{key: {param}.key}}) "
-        f"OPTIONAL MATCH (c3:Proposition {{key: {param}.key}}) "
-        f"WITH {param}, coalesce(c3, c2, c1) AS c WHERE c IS NOT NULL "
+        "".join(parts)
+        + f"WITH {param}, coalesce({', '.join(reversed(names))}) AS c WHERE c IS NOT NULL "
     )
 
 
 def _seed_rows(ns: str, seeds: Sequence[Seed]) -> list[dict[str, Any]]:
-    return [{"key": node_key(ns, s.chunk_id), "id": s.chunk_id, "score": s.score} for s in seeds]
+    rows = []
+    for s in seeds:
+        key = node_key(ns, s.chunk_id)
+        row: dict[str, Any] = {"id": s.chunk_id, "score": s.score}
+        for lv, (_, _, col) in _LEVEL_LOOKUP.items():
+            row[col] = key if s.level in (None, lv) else _NO_KEY
+        rows.append(row)
+    return rows
 
 
 def neighbourhood_query(
@@ -259,7 +288,7 @@ def neighbourhood_query(
         return None
     union = " UNION ALL ".join(branches)
     text = (
-        f"UNWIND $seeds AS s {_resolve_seed('s')} "
+        f"UNWIND $seeds AS s {_resolve_seed('s', seeds)} "
         f"CALL {{ {union} }} "
         "RETURN s.id AS seed, coalesce(c.doc_id, c.id) AS seed_doc, kind, rels, via, via_name, strength, "
         f"{_node('t')}"
@@ -300,13 +329,25 @@ def entity_search_query(
     matched entity (and, with `expand`, those of its RELATED_TO neighbours)."""
     if not forms or not rels:
         return None
-    types = "|".join(r.value for r in rels)
-    branches = [
-        f"WITH e MATCH (e)<-[x:{types}]-(t) WHERE NOT t:Message "
-        "WITH t, e AS hub, type(x) AS xtype, x.confidence AS xc, x.weight AS xw, 1.0 AS rw "
-        "RETURN t, hub, xtype, xc, xw, rw "
-        f"ORDER BY xc * xw DESC LIMIT {ENTITY_TARGETS_PER_ENTITY}"
-    ]
+    strong = "|".join(r.value for r in rels if r is not RelType.MENTIONS)
+    branches = []
+    if strong:
+        branches.append(
+            f"WITH e MATCH (e)<-[x:{strong}]-(t) WHERE NOT t:Message "
+            "WITH t, e AS hub, type(x) AS xtype, x.confidence AS xc, x.weight AS xw, 1.0 AS rw "
+            "RETURN t, hub, xtype, xc, xw, rw "
+            f"ORDER BY xc * xw DESC LIMIT {ENTITY_TARGETS_PER_ENTITY}"
+        )
+    if RelType.MENTIONS in rels:
+        # Mentions of a common entity are weak evidence and many: only rare entities' count.
+        branches.append(
+            f"WITH e MATCH (e)<-[x:MENTIONS]-(t) WHERE coalesce(e.df, 0) <= {MENTIONS_MAX_DF} "
+            "AND NOT t:Message "
+            "WITH t, e AS hub, type(x) AS xtype, x.confidence AS xc, x.weight AS xw, 1.0 AS rw "
+            "RETURN t, hub, xtype, xc, xw, rw "
+            f"ORDER BY xc * xw DESC LIMIT {ENTITY_TARGETS_PER_ENTITY}"
+        )
+    types = "|".join(r.value for r in rels if r is not RelType.MENTIONS) or RelType.EXPLAINS.value
     if expand:
         branches.append(
             f"WITH e MATCH (e)-[r:RELATED_TO]-(n:Entity)<-[x:{types}]-(t) WHERE NOT t:Message "
@@ -330,8 +371,9 @@ def bridge_hop_query(ns: str, frontier: Sequence[Seed]) -> CypherQuery | None:
     """One bridge hop: frontier chunk -MENTIONS-> entity <-EXPLAINS- chunk of another document."""
     if not frontier:
         return None
+    seeds = frontier
     text = (
-        f"UNWIND $seeds AS s {_resolve_seed('s')} "
+        f"UNWIND $seeds AS s {_resolve_seed('s', seeds)} "
         "MATCH (c)-[m:MENTIONS]->(e:Entity)<-[x:EXPLAINS]-(t) "
         "WHERE coalesce(t.doc_id, t.id) <> coalesce(c.doc_id, c.id) "
         "RETURN s.id AS seed, coalesce(c.doc_id, c.id) AS seed_doc, e.id AS eid, e.name AS ename, "
@@ -478,13 +520,17 @@ class ScoreBoard:
         return [_to_hit(n) for n in kept[:limit]]
 
 
+_LEVELS = {
+    NodeLabel.DOCUMENT.value: Level.DOCUMENT,
+    NodeLabel.SECTION.value: Level.SECTION,
+    NodeLabel.PROPOSITION.value: Level.PROPOSITION,
+}
+
+
 def _to_hit(node: _Node) -> Hit:
     row = node.row
     label = node.label
-    level = {
-        NodeLabel.DOCUMENT.value: Level.DOCUMENT,
-        NodeLabel.SECTION.value: Level.SECTION,
-    }.get(label, Level.PROPOSITION)
+    level = _LEVELS.get(label, Level.PROPOSITION)
     paths = sorted(node.paths, key=lambda p: (-p.score, p.nodes))[:MAX_PATHS_PER_HIT]
     text = row.get("ttext") or ""
     if not text and label == NodeLabel.DOCUMENT.value:
@@ -585,6 +631,7 @@ def score_entity_search(
 class _BridgeState:
     score: float
     path: GraphPath
+    level: Level | None = None
 
 
 def score_bridge_hop(
@@ -880,7 +927,9 @@ class GraphTraversal:
         }
         visited = set(frontier)
         for hop in range(1, self.settings.max_hops + 1):
-            frontier_seeds = [Seed(chunk_id=k, score=v.score) for k, v in frontier.items()]
+            frontier_seeds = [
+                Seed(chunk_id=k, score=v.score, level=v.level) for k, v in frontier.items()
+            ]
             rows = self._run(bridge_hop_query(self.store.ns, frontier_seeds), "bridge")
             reached = score_bridge_hop(
                 rows,
@@ -902,7 +951,9 @@ class GraphTraversal:
                 chunk_id = key[len(prefix) :] if key.startswith(prefix) else key
                 if row["tlabel"] == NodeLabel.DOCUMENT.value and not row.get("tchunk"):
                     continue  # a document without a summary chunk mentions nothing itself
-                frontier[chunk_id] = _BridgeState(score=score, path=path)
+                frontier[chunk_id] = _BridgeState(
+                    score=score, path=path, level=_LEVELS.get(str(row["tlabel"]))
+                )
                 visited.add(str(row["tid"]))
             if not frontier:
                 break
