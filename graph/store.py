@@ -32,7 +32,7 @@ from neo4j.exceptions import (
 from rayweave.cluster.errors import GraphStoreError, InputError, NotFoundError
 from rayweave.cluster.services import GraphConnection, resolve_graph_connection
 from rayweave.cluster.settings import GraphSettings, Settings
-from rayweave.cluster.types import Chunk, Document
+from rayweave.cluster.types import Chunk, Document, Level
 from rayweave.graph.names import name_ngrams, normalize_name, unique, variants
 from rayweave.graph.schema import (
     CHUNK_LABELS,
@@ -358,6 +358,8 @@ class GraphStore:
                     "keywords": list(c.keywords),
                     "error_codes": list(c.error_codes),
                     "defined_symbols": list(c.defined_symbols),
+                    "references": list(c.references),
+                    "dependencies": list(c.dependencies),
                 },
                 "title": c.title or None,
             }
@@ -752,6 +754,33 @@ class GraphStore:
             out[r["norm"]].append(r["id"])
         return dict(out)
 
+    def chunks(self, doc_ids: Sequence[str] | None = None) -> list[Chunk]:
+        """Stored chunks of every level (of the given documents, else all), for corpus-wide
+        rebuilds. Fields the graph does not keep (sibling and child ids, offsets) are empty."""
+        params: dict[str, Any] = {
+            "dkeys": [self.key(d) for d in doc_ids] if doc_ids is not None else None
+        }
+        found: list[Chunk] = []
+        for label in (NodeLabel.SECTION, NodeLabel.PROPOSITION):
+            where = "WHERE c.dkey IN $dkeys" if doc_ids is not None else ""
+            rows = self.read(
+                f"MATCH (c:{label.value} {{ns: $ns}}) {where} RETURN properties(c) AS p",
+                params,
+                op="chunks",
+            )
+            found.extend(_chunk_from_props(r["p"], level=Level(label.value.lower())) for r in rows)
+        where = "AND d.key IN $dkeys" if doc_ids is not None else ""
+        rows = self.read(
+            f"MATCH (d:Document {{ns: $ns}}) WHERE d.chunk_id IS NOT NULL {where} RETURN properties(d) AS p",
+            params,
+            op="chunks",
+        )
+        for r in rows:
+            p = dict(r["p"])
+            p["doc_id"], p["id"] = p["id"], p["chunk_id"]
+            found.append(_chunk_from_props(p, level=Level.DOCUMENT))
+        return found
+
     # -- conversations (seed 003) --------------------------------------------------------------
 
     def add_message(
@@ -904,6 +933,28 @@ class GraphStore:
             first_viewed_at=float(r["first"]),
             last_viewed_at=float(r["last"]),
         )
+
+
+def _chunk_from_props(p: Mapping[str, Any], *, level: Level) -> Chunk:
+    return Chunk(
+        id=str(p["id"]),
+        doc_id=str(p["doc_id"]),
+        level=level,
+        text=str(p.get("text") or ""),
+        position=int(p.get("position") or 0),
+        parent_id=p.get("parent_id"),
+        section_path=tuple(p.get("section_path") or ()),
+        title=str(p.get("title") or ""),
+        source=str(p.get("source") or ""),
+        content_type=p.get("content_type") or "text",
+        language=p.get("language"),
+        token_count=int(p.get("token_count") or 0),
+        references=tuple(p.get("references") or ()),
+        defined_symbols=tuple(p.get("defined_symbols") or ()),
+        dependencies=tuple(p.get("dependencies") or ()),
+        error_codes=tuple(p.get("error_codes") or ()),
+        keywords=tuple(p.get("keywords") or ()),
+    )
 
 
 @dataclass(frozen=True, slots=True)
