@@ -58,7 +58,8 @@ def test_later_batches_link_to_earlier_entities_and_rebuild_links_back(
     assert b_id in mentions_of(graph_store, "a0")
     after = graph_store.counts()
     assert after.nodes == before.nodes
-    assert after.rel(RelType.MENTIONS) == before.rel(RelType.MENTIONS) + 1  # exactly the A -> B bridge
+    # Exactly one new edge: the A -> B bridge.
+    assert after.rel(RelType.MENTIONS) == before.rel(RelType.MENTIONS) + 1
     # Rebuilding again changes nothing (idempotent).
     rebuild_corpus_edges(graph_store)
     assert graph_store.counts() == after
