@@ -57,6 +57,12 @@ def _ray_env(settings: Settings) -> dict[str, str]:
     return {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": mode}
 
 
+def apply_ray_environment(settings: Settings) -> None:
+    """Set Ray's process environment for these settings. Call at an edge (CLI, job, tests)
+    before Ray is imported anywhere: Ray reads RAY_AUTH_MODE once, at import time."""
+    os.environ.update(_ray_env(settings))
+
+
 def job_submit_env(settings: Settings) -> dict[str, str]:
     """Environment a shell needs for `ray job submit` / `ray status` against this cluster."""
     return {
@@ -160,7 +166,7 @@ def connect(settings: Settings, *, start: bool = True) -> None:
 
     if ray.is_initialized():
         return
-    os.environ.update(_ray_env(settings))
+    apply_ray_environment(settings)  # effective only if Ray was not imported yet; see its docstring
     if settings.ray.address is not None:
         address = settings.ray.address
     else:

@@ -150,8 +150,91 @@ class GraphSettings(_Group):
     embedded_heap_mb: int = Field(
         default=768, ge=128, description="JVM heap of the embedded server."
     )
+    embedded_start_timeout_s: float = Field(
+        default=90.0,
+        gt=0,
+        description="How long to wait for the embedded server's Bolt port to answer.",
+    )
+    embedded_stop_timeout_s: float = Field(
+        default=20.0,
+        gt=0,
+        description="Grace period after SIGTERM before the embedded server is killed.",
+    )
     write_batch: int = Field(default=500, ge=1, description="Rows per UNWIND write.")
     timeout_s: float = Field(default=30.0, gt=0, description="Per-query timeout.")
+    # Graph building (rayweave.graph.builders).
+    gazetteer_max_ngram: int = Field(
+        default=6,
+        ge=1,
+        le=12,
+        description="Longest entity name (in tokens) the gazetteer pass looks for.",
+    )
+    gazetteer_max_df: float = Field(
+        default=0.1,
+        gt=0,
+        le=1,
+        description="Names found in more than this share of text units are too "
+        "generic for gazetteer MENTIONS (applied from 50 units on).",
+    )
+    related_min_support: int = Field(
+        default=2,
+        ge=1,
+        description="Text units two entities must share before RELATED_TO links them.",
+    )
+    related_min_npmi: float = Field(
+        default=0.1, ge=-1, le=1, description="Lowest normalised PMI for a RELATED_TO edge."
+    )
+    related_max_per_entity: int = Field(
+        default=10, ge=1, description="Strongest RELATED_TO edges kept per entity."
+    )
+    topic_min_support: int = Field(
+        default=2, ge=1, description="Documents a keyword needs to seed a topic."
+    )
+    topic_min_npmi: float = Field(
+        default=0.2,
+        ge=-1,
+        le=1,
+        description="Lowest normalised PMI joining two keywords into one topic.",
+    )
+    # Traversal (rayweave.graph.traversal).
+    expand_depth: int = Field(
+        default=1,
+        ge=0,
+        le=5,
+        description="Previous/next chunks added on each side of a seed within its section.",
+    )
+    expand_entities: bool = Field(
+        default=True, description="Entity search also follows RELATED_TO to neighbouring entities."
+    )
+    max_entities_per_seed: int = Field(
+        default=12, ge=1, description="Rarest entities of a seed chunk followed by bridge search."
+    )
+    beam_width: int = Field(
+        default=8, ge=1, description="Frontier chunks kept after each bridge hop."
+    )
+    max_hops: int = Field(
+        default=2, ge=1, le=4, description="Chunk -> entity -> chunk hops of bridge search."
+    )
+    hop_decay: float = Field(default=0.6, gt=0, le=1, description="Score factor per extra hop.")
+    max_results: int = Field(default=20, ge=1, description="Graph hits returned per traversal.")
+    vector_weight: float = Field(
+        default=0.7,
+        ge=0,
+        le=1,
+        description="Conversation-aware search: weight of the vector score.",
+    )
+    concept_weight: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="Conversation-aware search: weight of the conversation's concepts.",
+    )
+    discovery_max_hops: int = Field(
+        default=2,
+        ge=1,
+        le=3,
+        description="RELATED_TO hops of unseen-document discovery for a user.",
+    )
 
 
 class ModelSettings(_Group):

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -55,24 +52,5 @@ def store_factory(tmp_path: Path) -> Iterator[Callable[..., VectorStore]]:
 
 
 @pytest.fixture(scope="session")
-def ray_session() -> Iterator[None]:
-    """One local Ray for the session (2 CPUs, no dashboard, small object store, short temp dir)."""
-    import ray
-
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    if ray.is_initialized():
-        yield
-        return
-    temp = tempfile.mkdtemp(prefix="rwray-", dir="/tmp")
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        object_store_memory=256 << 20,
-        _temp_dir=temp,
-    )
-    try:
-        yield
-    finally:
-        ray.shutdown()
-        shutil.rmtree(temp, ignore_errors=True)
+def ray_session(ray_stack: object) -> None:
+    """Ray for the vector-service tests: the session's embedded head (see tests/conftest.py)."""
