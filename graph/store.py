@@ -29,6 +29,7 @@ from neo4j.exceptions import (
     SessionExpired,
     TransientError,
 )
+
 from rayweave.cluster.errors import GraphStoreError, InputError, NotFoundError
 from rayweave.cluster.services import GraphConnection, resolve_graph_connection
 from rayweave.cluster.settings import GraphSettings, Settings

@@ -31,12 +31,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from typing import Any
 
 from rayweave.cluster.errors import ConfigError
 from rayweave.cluster.settings import GraphSettings
-from rayweave.cluster.types import GraphPath, Hit, Level
+from rayweave.cluster.types import GraphPath, Hit, Level, QueryType
 from rayweave.graph.names import name_ngrams, normalize_name, variants
 from rayweave.graph.schema import NodeLabel, RelType, node_key
 from rayweave.graph.store import GraphStore
@@ -47,24 +46,13 @@ RELATED_ROWS_PER_SEED = 40
 MENTIONS_MAX_DF = 50
 
 
-class QueryType(StrEnum):
-    HOW_TO = "how_to"
-    WHAT_IS = "what_is"
-    WHY = "why"
-    ERROR = "error"
-    CODE = "code"
-    COMPARISON = "comparison"
-    MULTI_HOP = "multi_hop"
-    GENERAL = "general"
-
-
 def parse_query_type(value: str | QueryType | None) -> QueryType:
     """`None` is GENERAL; anything else must name a `QueryType` (hyphens and case are forgiven)."""
     if value is None:
         return QueryType.GENERAL
     if isinstance(value, QueryType):
         return value
-    key = str(value).strip().lower().replace("-", "_").replace(" ", "_")
+    key = str(value).strip().lower().replace("_", "-").replace(" ", "-")
     try:
         return QueryType(key)
     except ValueError:

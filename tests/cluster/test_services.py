@@ -13,6 +13,7 @@ from pathlib import Path
 
 import neo4j
 import pytest
+
 from rayweave.cluster.errors import ConfigError, ServiceError
 from rayweave.cluster.services import GraphServer, port_is_free, resolve_graph_connection
 from rayweave.cluster.settings import Settings

@@ -8,44 +8,20 @@ configured through the same `Settings` the product uses.
 from __future__ import annotations
 
 import os
-import socket
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from rayweave.cluster.services import GraphConnection, GraphServer
+
+from rayweave.cluster.services import GraphConnection
 from rayweave.cluster.settings import GraphSettings, Settings
 from rayweave.graph.store import GraphStore
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 @pytest.fixture(scope="session")
-def embedded_connection(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GraphConnection]:
-    bolt, http = _free_ports(2)
-    server = GraphServer(
-        home=Path(tmp_path_factory.mktemp("graph")) / "graph",
-        bolt_port=bolt,
-        http_port=http,
-        database="rayweave_test",
-        heap_mb=512,
-        start_timeout_s=120.0,
-    )
-    conn = server.start()
-    yield conn
-    server.stop()
+def embedded_connection(graph_connection: GraphConnection) -> GraphConnection:
+    """The session's embedded ArcadeDB server (tests/conftest.py)."""
+    return graph_connection
 
 
 def _targets() -> list[str]:

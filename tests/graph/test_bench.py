@@ -7,6 +7,7 @@ import socket
 from pathlib import Path
 
 import pytest
+
 from rayweave.cluster.errors import SourceError
 from rayweave.cluster.services import GraphServer
 from rayweave.cluster.settings import Settings

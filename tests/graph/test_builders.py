@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, ContentType, Document, Entity, Level
 from rayweave.graph.builders import (

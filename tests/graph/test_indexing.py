@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from rayweave.cluster.types import Chunk, ContentType, Document, Level
 from rayweave.graph.indexing import index_batch, rebuild_corpus_edges
 from rayweave.graph.names import entity_id, normalize_name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from rayweave.cluster.errors import ConfigError, GraphStoreError, InputError, NotFoundError
 from rayweave.cluster.types import Chunk, ContentType, Document, Level
 from rayweave.graph.schema import (

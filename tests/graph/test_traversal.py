@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+
 from rayweave.cluster.errors import ConfigError
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, ContentType, Hit, Level
@@ -177,7 +178,7 @@ class TestPure:
     def test_parse_query_type(self) -> None:
         assert parse_query_type(None) is QueryType.GENERAL
         assert parse_query_type("How-To") is QueryType.HOW_TO
-        with pytest.raises(ConfigError, match="how_to"):
+        with pytest.raises(ConfigError, match="how-to"):
             parse_query_type("poetry")
 
     def test_every_query_type_has_a_profile(self) -> None:
