@@ -129,13 +129,17 @@ def start_head(settings: Settings) -> HeadInfo:
         cmd.append(f"--num-cpus={ray_cfg.num_cpus}")
     if ray_cfg.num_gpus is not None:
         cmd.append(f"--num-gpus={ray_cfg.num_gpus}")
+    # Workers and job drivers inherit the head's environment: put this interpreter's bin first
+    # so that `ray job submit -- python -m rayweave...` runs with rayweave installed.
+    bin_dir = str(Path(sys.executable).parent)
+    path = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
     log = temp_dir / "start.log"
     with log.open("w") as out:
         proc = subprocess.run(
             cmd,
             stdout=out,
             stderr=subprocess.STDOUT,
-            env={**os.environ, **_ray_env(settings)},
+            env={**os.environ, **_ray_env(settings), "PATH": path},
             timeout=ray_cfg.start_timeout_s,
             check=False,
         )
