@@ -62,9 +62,11 @@ def ray_stack(stack_settings):  # type: ignore[no-untyped-def]
     """The embedded Ray head, started by rayweave's runtime and joined by this process."""
     from rayweave.cluster.runtime import connect, stop_head
 
-    connect(stack_settings)
-    yield stack_settings
-    stop_head(stack_settings)
+    try:
+        connect(stack_settings)
+        yield stack_settings
+    finally:
+        stop_head(stack_settings)
 
 
 @pytest.fixture(scope="session")
@@ -72,6 +74,7 @@ def graph_connection(stack_settings):  # type: ignore[no-untyped-def]
     """The embedded ArcadeDB Bolt server of the session."""
     from rayweave.cluster.services import GraphServer, resolve_graph_connection
 
-    conn = resolve_graph_connection(stack_settings)
-    yield conn
-    GraphServer.from_settings(stack_settings).stop()
+    try:
+        yield resolve_graph_connection(stack_settings)
+    finally:
+        GraphServer.from_settings(stack_settings).stop()
