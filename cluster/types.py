@@ -33,6 +33,19 @@ class Level(StrEnum):
     PROPOSITION = "proposition"
 
 
+class QueryType(StrEnum):
+    """What a query asks for (seed 000); decides the retrieval profile and graph traversals."""
+
+    HOW_TO = "how-to"
+    WHAT_IS = "what-is"
+    WHY = "why"
+    ERROR = "error"
+    CODE = "code"
+    COMPARISON = "comparison"
+    MULTI_HOP = "multi-hop"
+    GENERAL = "general"
+
+
 class ContentType(StrEnum):
     MARKDOWN = "markdown"
     RST = "rst"
@@ -83,7 +96,9 @@ class _Row:
             value = row[f.name]
             # Annotations are strings under `from __future__ import annotations`.
             if str(f.type).startswith("tuple"):
-                items = [] if value is None else (value.tolist() if hasattr(value, "tolist") else value)
+                items = (
+                    [] if value is None else (value.tolist() if hasattr(value, "tolist") else value)
+                )
                 if "GraphPath" in str(f.type):
                     items = [GraphPath.from_row(p) if isinstance(p, Mapping) else p for p in items]
                 value = tuple(items)

@@ -39,14 +39,18 @@ class SparseEncoder(Protocol):
     @property
     def name(self) -> str: ...
 
-    def encode(self, texts: Sequence[str], *, kind: TextKind = "document") -> list[SparseVector]: ...
+    def encode(
+        self, texts: Sequence[str], *, kind: TextKind = "document"
+    ) -> list[SparseVector]: ...
 
 
 @runtime_checkable
 class MultiVectorEncoder(Protocol):
     """Texts to one vector per token (ColBERT-style late interaction)."""
 
-    def encode_multi(self, texts: Sequence[str], *, kind: TextKind = "document") -> list[np.ndarray]: ...
+    def encode_multi(
+        self, texts: Sequence[str], *, kind: TextKind = "document"
+    ) -> list[np.ndarray]: ...
 
 
 @runtime_checkable
@@ -65,11 +69,15 @@ class ImageEncoder(Protocol):
 class EntityExtractor(Protocol):
     """Entities (named entities, noun phrases, code symbols) mentioned in each text."""
 
-    def extract(self, texts: Sequence[str], *, language: str | None = None) -> list[list[Entity]]: ...
+    def extract(
+        self, texts: Sequence[str], *, language: str | None = None
+    ) -> list[list[Entity]]: ...
 
 
 @runtime_checkable
 class ChatModel(Protocol):
     """A chat LLM: OpenAI-compatible endpoint or a local causal LM."""
 
-    def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int = 256, temperature: float = 0.0) -> str: ...
+    def complete(
+        self, messages: Sequence[dict[str, str]], *, max_tokens: int = 256, temperature: float = 0.0
+    ) -> str: ...

@@ -1,0 +1,354 @@
+"""The `rayweave` command line: a thin edge that builds Settings and calls one function per command.
+
+Every command accepts `--config FILE` (a rayweave.toml); environment variables with the
+`RAYWEAVE_` prefix override the file. Errors from the tree in `rayweave.cluster.errors` print as
+one line naming the problem and exit with status 2 (bad input) or 1 (anything else).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from rayweave.cluster import __version__
+from rayweave.cluster.errors import InputError, RayweaveError
+from rayweave.cluster.settings import Settings, load_settings
+
+app = typer.Typer(
+    name="rayweave",
+    help="Ray-distributed embedding and retrieval for technical documentation and code.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+bench_app = typer.Typer(help="Benchmarks that print figures and ratios.", no_args_is_help=True)
+graph_app = typer.Typer(help="Maintain the knowledge graph.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+app.add_typer(graph_app, name="graph")
+
+console = Console(stderr=True)
+out = Console()
+
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--config", "-c", help="rayweave.toml to read (default: ./rayweave.toml if present)."
+    ),
+]
+CollectionOpt = Annotated[
+    str | None, typer.Option("--collection", help="Namespace (vector collection + graph scope).")
+]
+
+T = TypeVar("T")
+
+
+def _settings(config: Path | None, collection: str | None = None, **overrides: Any) -> Settings:
+    from rayweave.cluster.runtime import apply_ray_environment
+
+    settings = load_settings(config, **overrides)
+    apply_ray_environment(settings)
+    if collection:
+        settings = settings.model_copy(
+            update={"qdrant": settings.qdrant.model_copy(update={"collection": collection})}
+        )
+        # Re-validate so the collection name pattern is checked.
+        settings = Settings(**settings.model_dump())
+    return settings
+
+
+def _run(fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except InputError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    except RayweaveError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"rayweave {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """Ray-distributed embedding and retrieval for technical documentation and code."""
+
+
+@app.command()
+def ingest(
+    paths: Annotated[
+        list[Path], typer.Argument(help="Files or folders to ingest.", show_default=False)
+    ],
+    config: ConfigOpt = None,
+    collection: CollectionOpt = None,
+    beir: Annotated[
+        bool, typer.Option("--beir", help="PATH is a BEIR folder: ingest its corpus.jsonl records.")
+    ] = False,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Write the run summary and errors as JSON here.")
+    ] = None,
+) -> None:
+    """Chunk, embed and store documents (vectors in Qdrant, structure in the graph).
+
+    Runs a Ray Data pipeline on the configured cluster (the embedded local head by default).
+    Unchanged documents are skipped, changed ones replaced; files that cannot be read are
+    listed with their reason while the rest is ingested.
+    """
+    from rayweave.ingest.pipeline import run_ingest
+
+    settings = _run(lambda: _settings(config, collection))
+    summary = _run(lambda: run_ingest(settings, paths, beir=beir, console=console))
+    out.print(summary.render())
+    if report:
+        report.write_text(json.dumps(summary.to_dict(), indent=2))
+    if summary.documents_total == 0 and summary.errors:
+        raise typer.Exit(2)
+
+
+@app.command()
+def delete(
+    targets: Annotated[
+        list[str], typer.Argument(help="Paths or document ids to remove.", show_default=False)
+    ],
+    config: ConfigOpt = None,
+    collection: CollectionOpt = None,
+) -> None:
+    """Remove documents: their chunks, vectors, graph edges and orphaned entities."""
+    from rayweave.ingest.pipeline import delete_documents
+
+    settings = _run(lambda: _settings(config, collection))
+    removed = _run(lambda: delete_documents(settings, targets))
+    out.print(f"removed {removed} document(s)")
+
+
+@app.command()
+def serve(
+    config: ConfigOpt = None,
+    collection: CollectionOpt = None,
+    host: Annotated[str | None, typer.Option(help="HTTP bind host.")] = None,
+    port: Annotated[int | None, typer.Option(help="HTTP port.")] = None,
+    blocking: Annotated[
+        bool, typer.Option("--blocking", help="Stay in the foreground until Ctrl-C.")
+    ] = False,
+) -> None:
+    """Deploy the Ray Serve app (ingress, classifier, retrievers, fusion, refiner) over HTTP."""
+    from rayweave.serve.app import deploy
+
+    serve_overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
+    settings = _run(lambda: _settings(config, collection))
+    if serve_overrides:
+        settings = Settings(
+            **{**settings.model_dump(), "serve": {**settings.serve.model_dump(), **serve_overrides}}
+        )
+    url = _run(lambda: deploy(settings, console=console))
+    out.print(f"serving on {url}  (POST {url}/v1/search, docs at {url}/docs)")
+    if blocking:
+        import time
+
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+
+@app.command()
+def query(
+    text: Annotated[str, typer.Argument(help="The question or search text.", show_default=False)],
+    config: ConfigOpt = None,
+    top_k: Annotated[int | None, typer.Option("--top-k", "-k", help="Number of results.")] = None,
+    profile: Annotated[
+        str | None, typer.Option(help="Retrieval profile (default: by query type).")
+    ] = None,
+    url: Annotated[str | None, typer.Option(help="Ingress URL (default: from settings).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the raw JSON response.")] = False,
+) -> None:
+    """Ask the running Serve app over HTTP and print the ranked results."""
+    from rayweave.serve.client import search_over_http
+
+    settings = _run(lambda: _settings(config))
+    response = _run(lambda: search_over_http(settings, text, top_k=top_k, profile=profile, url=url))
+    if as_json:
+        out.print_json(data=response)
+        return
+    table = Table(
+        title=f"{response.get('query_type', '')} · {response.get('profile', '')}", show_lines=True
+    )
+    table.add_column("#", justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("source / section")
+    table.add_column("text")
+    for i, hit in enumerate(response["results"], 1):
+        where = hit["source"] + (
+            "\n" + " > ".join(hit["section_path"]) if hit["section_path"] else ""
+        )
+        snippet = hit["text"].strip().replace("\n", " ")
+        table.add_row(
+            str(i),
+            f"{hit['score']:.3f}",
+            where,
+            snippet[:300] + ("…" if len(snippet) > 300 else ""),
+        )
+    out.print(table)
+    if response.get("degraded"):
+        console.print(f"[yellow]degraded:[/yellow] {', '.join(response['degraded'])}")
+
+
+@app.command()
+def status(
+    config: ConfigOpt = None,
+    env: Annotated[
+        bool, typer.Option("--env", help="Print only the shell exports for `ray job submit`.")
+    ] = False,
+) -> None:
+    """Show what is running (Ray head, graph server, Serve app) and how to submit jobs."""
+    from rayweave.cluster.status import collect_status
+
+    settings = _run(lambda: _settings(config))
+    report = _run(lambda: collect_status(settings))
+    if env:
+        for key, value in report.job_env.items():
+            out.print(f"export {key}={value}")
+        return
+    out.print(report.render())
+
+
+@app.command()
+def stop(config: ConfigOpt = None) -> None:
+    """Stop everything rayweave started: the Serve app, the Ray head and the graph server."""
+    from rayweave.cluster.status import stop_all
+
+    settings = _run(lambda: _settings(config))
+    for line in _run(lambda: stop_all(settings)):
+        out.print(line)
+
+
+@bench_app.command("models")
+def bench_models(
+    config: ConfigOpt = None,
+    data: Annotated[Path, typer.Option(help="Folder of BEIR data sets.")] = Path("../shared/data"),
+    limit: Annotated[
+        int | None, typer.Option(help="Use at most this many documents per set.")
+    ] = None,
+) -> None:
+    """Encoder throughput and quality per model and precision, against plain sentence-transformers."""
+    from rayweave.models.bench import run_models_bench
+
+    settings = _run(lambda: _settings(config))
+    _run(lambda: run_models_bench(settings, data_dir=data, limit=limit, console=out))
+
+
+@bench_app.command("ingest")
+def bench_ingest(
+    config: ConfigOpt = None,
+    data: Annotated[Path, typer.Option(help="Folder of BEIR data sets.")] = Path("../shared/data"),
+    limit: Annotated[
+        int | None, typer.Option(help="Use at most this many documents per set.")
+    ] = None,
+) -> None:
+    """Whole-pipeline documents/s and chunks/s against bare SentenceTransformer.encode, and peak memory."""
+    from rayweave.ingest.bench import run_ingest_bench
+
+    settings = _run(lambda: _settings(config))
+    _run(lambda: run_ingest_bench(settings, data_dir=data, limit=limit, console=out))
+
+
+@bench_app.command("serve")
+def bench_serve(
+    config: ConfigOpt = None,
+    data: Annotated[Path, typer.Option(help="Folder of BEIR data sets.")] = Path("../shared/data"),
+    requests: Annotated[int, typer.Option(help="Requests per (profile, concurrency) cell.")] = 200,
+) -> None:
+    """HTTP load on 127.0.0.1: p50/p95/p99 latency and QPS at 1, 8 and 32 clients per profile."""
+    from rayweave.serve.bench import run_serve_bench
+
+    settings = _run(lambda: _settings(config))
+    _run(lambda: run_serve_bench(settings, data_dir=data, requests=requests, console=out))
+
+
+@bench_app.command("graph")
+def bench_graph(
+    config: ConfigOpt = None,
+    data: Annotated[Path, typer.Option(help="Folder of BEIR data sets.")] = Path("../shared/data"),
+) -> None:
+    """Graph build rate (edges/s) and traversal latency (p50/p99) on the dev corpora."""
+    from rayweave.graph.bench import run_graph_bench
+
+    settings = _run(lambda: _settings(config))
+    _run(lambda: run_graph_bench(settings, data_dir=data, console=out))
+
+
+@app.command("eval")
+def evaluate(
+    dataset: Annotated[
+        Path, typer.Argument(help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/).")
+    ],
+    config: ConfigOpt = None,
+    profile: Annotated[
+        list[str] | None,
+        typer.Option(help="Profile(s) to evaluate (default: the default profile)."),
+    ] = None,
+    ablation: Annotated[
+        bool, typer.Option("--ablation", help="Run every profile side by side.")
+    ] = False,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Write the JSON report here.")
+    ] = None,
+) -> None:
+    """Ingest a BEIR set into a fresh namespace and score retrieval (nDCG, MRR, Recall, ...)."""
+    from rayweave.serve.evaluate import run_eval
+
+    settings = _run(lambda: _settings(config))
+    _run(
+        lambda: run_eval(
+            settings,
+            dataset,
+            profiles=profile or [],
+            ablation=ablation,
+            report_path=report,
+            console=out,
+        )
+    )
+
+
+@graph_app.command("prune")
+def graph_prune(
+    config: ConfigOpt = None,
+    collection: CollectionOpt = None,
+    min_confidence: Annotated[
+        float, typer.Option(help="Remove inferred edges below this confidence.")
+    ] = 0.2,
+) -> None:
+    """Remove weak inferred edges and entities left without any edge."""
+    from rayweave.graph.maintenance import prune_graph
+
+    settings = _run(lambda: _settings(config, collection))
+    result = _run(lambda: prune_graph(settings, min_confidence=min_confidence))
+    out.print(result)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        console.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

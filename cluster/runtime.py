@@ -1,0 +1,264 @@
+"""Start, join and stop Ray for rayweave.
+
+The embedded default is a local head that outlives the command that started it (so `rayweave
+ingest`, `serve` and `query` share it), with the dashboard on 127.0.0.1 for `ray job submit`.
+Two facts of Ray 2.60 shape this module:
+
+- `ray stop` kills every Ray process on the machine by name. We stop only our own head: the
+  processes whose command line names our temp dir, and their descendants.
+- With token authentication on, every client (drivers, `ray job submit`) needs
+  `RAY_AUTH_MODE=token`; the token file is `~/.ray/auth_token`. `job_submit_env()` says what a
+  shell needs, and this module sets it for its own process before connecting.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from rayweave.cluster.errors import ServiceError
+from rayweave.cluster.settings import Settings
+
+AUTH_TOKEN_PATH = Path("~/.ray/auth_token").expanduser()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeadInfo:
+    gcs_address: str
+    dashboard_url: str
+    temp_dir: Path
+    auth: str
+    started: bool
+
+
+def ray_temp_dir(settings: Settings) -> Path:
+    return settings.home.expanduser() / "ray"
+
+
+def _port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _ray_env(settings: Settings) -> dict[str, str]:
+    # Explicit either way: once ~/.ray/auth_token exists, Ray turns token mode on by itself.
+    mode = "token" if settings.ray.auth == "token" else "disabled"
+    return {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": mode}
+
+
+def apply_ray_environment(settings: Settings) -> None:
+    """Set Ray's process environment for these settings. Call at an edge (CLI, job, tests)
+    before Ray is imported anywhere: Ray reads RAY_AUTH_MODE once, at import time."""
+    os.environ.update(_ray_env(settings))
+
+
+def job_submit_env(settings: Settings) -> dict[str, str]:
+    """Environment a shell needs for `ray job submit` / `ray status` against this cluster."""
+    return {
+        "RAY_ADDRESS": f"http://{settings.ray.dashboard_host}:{settings.ray.dashboard_port}",
+        "RAY_AUTH_MODE": _ray_env(settings)["RAY_AUTH_MODE"],
+    }
+
+
+def head_running(settings: Settings) -> bool:
+    """Our embedded head answers on its GCS and dashboard ports."""
+    return _port_open("127.0.0.1", settings.ray.port) and _port_open(
+        settings.ray.dashboard_host, settings.ray.dashboard_port
+    )
+
+
+def _ensure_token() -> None:
+    if not AUTH_TOKEN_PATH.exists():
+        import secrets
+
+        AUTH_TOKEN_PATH.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(AUTH_TOKEN_PATH, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_hex(32))
+    os.chmod(AUTH_TOKEN_PATH, 0o600)
+
+
+def start_head(settings: Settings) -> HeadInfo:
+    """Start the embedded head, or reuse the one already running. Idempotent."""
+    ray_cfg = settings.ray
+    temp_dir = ray_temp_dir(settings)
+    dashboard = f"http://{ray_cfg.dashboard_host}:{ray_cfg.dashboard_port}"
+    if head_running(settings):
+        return HeadInfo(
+            gcs_address=f"127.0.0.1:{ray_cfg.port}",
+            dashboard_url=dashboard,
+            temp_dir=temp_dir,
+            auth=ray_cfg.auth,
+            started=False,
+        )
+    if _port_open("127.0.0.1", ray_cfg.port):
+        raise ServiceError(
+            f"port {ray_cfg.port} is taken but no Ray dashboard answers on {dashboard}; "
+            "set RAYWEAVE_RAY__PORT / RAYWEAVE_RAY__DASHBOARD_PORT to free ports"
+        )
+    temp_dir.mkdir(parents=True, exist_ok=True)
+    if ray_cfg.auth == "token":
+        _ensure_token()
+    cmd = [
+        sys.executable,
+        "-m",
+        "ray.scripts.scripts",
+        "start",
+        "--head",
+        f"--port={ray_cfg.port}",
+        "--node-ip-address=127.0.0.1",
+        "--include-dashboard=true",
+        f"--dashboard-host={ray_cfg.dashboard_host}",
+        f"--dashboard-port={ray_cfg.dashboard_port}",
+        f"--temp-dir={temp_dir}",
+        f"--object-store-memory={ray_cfg.object_store_memory_mb * 1024 * 1024}",
+        "--disable-usage-stats",
+    ]
+    if ray_cfg.num_cpus is not None:
+        cmd.append(f"--num-cpus={ray_cfg.num_cpus}")
+    if ray_cfg.num_gpus is not None:
+        cmd.append(f"--num-gpus={ray_cfg.num_gpus}")
+    # Workers and job drivers inherit the head's environment: put this interpreter's bin first
+    # so that `ray job submit -- python -m rayweave...` runs with rayweave installed.
+    bin_dir = str(Path(sys.executable).parent)
+    path = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
+    log = temp_dir / "start.log"
+    with log.open("w") as out:
+        proc = subprocess.run(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **_ray_env(settings), "PATH": path},
+            timeout=ray_cfg.start_timeout_s,
+            check=False,
+        )
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace")[-2000:]
+        raise ServiceError(
+            f"`ray start --head` failed (exit {proc.returncode}); see {log}:\n{tail}"
+        )
+    deadline = time.monotonic() + ray_cfg.start_timeout_s
+    while not head_running(settings):
+        if time.monotonic() > deadline:
+            raise ServiceError(
+                f"Ray head did not answer on {dashboard} within {ray_cfg.start_timeout_s}s"
+            )
+        time.sleep(0.25)
+    return HeadInfo(
+        gcs_address=f"127.0.0.1:{ray_cfg.port}",
+        dashboard_url=dashboard,
+        temp_dir=temp_dir,
+        auth=ray_cfg.auth,
+        started=True,
+    )
+
+
+def connect(settings: Settings, *, start: bool = True) -> None:
+    """Connect this process to the configured cluster (starting the embedded head if allowed)."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    apply_ray_environment(settings)  # effective only if Ray was not imported yet; see its docstring
+    if settings.ray.address is not None:
+        address = settings.ray.address
+    else:
+        if not head_running(settings):
+            if not start:
+                raise ServiceError(
+                    "the rayweave Ray head is not running; start it with `rayweave serve` or `rayweave ingest`"
+                )
+            start_head(settings)
+        address = f"127.0.0.1:{settings.ray.port}"
+    try:
+        ray.init(
+            address=address,
+            namespace=settings.ray.namespace,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+            configure_logging=True,
+        )
+    except ConnectionError as exc:
+        raise ServiceError(f"cannot connect to Ray at {address}: {exc}") from exc
+
+
+def _own_pids(temp_dir: Path) -> set[int]:
+    """Pids of processes whose command line names `temp_dir`, plus all their descendants."""
+    marker = str(temp_dir)
+    roots: set[int] = set()
+    parents: dict[int, int] = {}
+    for pid, cmdline, ppid in _processes():
+        parents[pid] = ppid
+        if marker in cmdline and pid != os.getpid():
+            roots.add(pid)
+    found = set(roots)
+    changed = True
+    while changed:
+        changed = False
+        for pid, ppid in parents.items():
+            if ppid in found and pid not in found and pid != os.getpid():
+                found.add(pid)
+                changed = True
+    return found
+
+
+def _processes() -> Iterator[tuple[int, str, int]]:
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stat = (entry / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        yield int(entry.name), cmdline, ppid
+
+
+def stop_head(settings: Settings, *, grace_s: float = 10.0) -> int:
+    """Stop our embedded head and its workers only; returns how many processes were signalled."""
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+    pids = _own_pids(ray_temp_dir(settings))
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        alive = {pid for pid in pids if _signal(pid, sig)}
+        deadline = time.monotonic() + wait
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.2)
+            alive = {pid for pid in alive if _exists(pid)}
+        if not alive:
+            break
+    return len(pids)
+
+
+def _signal(pid: int, sig: signal.Signals) -> bool:
+    try:
+        os.kill(pid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie has exited but not been reaped; treat it as gone.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -1,0 +1,251 @@
+"""The ingest pipeline: read -> chunk -> embed (dense, sparse, image) -> entities -> write.
+
+Each stage is a Ray Data operator, so a corpus is sharded across actors and nodes; model stages
+are actor pools sized by `IngestSettings`, loading their model once per actor. Fractional CPU
+requests are scaled to the cluster so that the pools and the read tasks always fit together
+(on a 2-core machine whole-CPU actors starve the readers and the pipeline stalls).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from rayweave.cluster.errors import SourceError
+from rayweave.cluster.settings import Settings
+from rayweave.ingest.report import IngestSummary
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StageResources:
+    """CPU fraction per actor of the light (chunk, write) and model stages, and per read task."""
+
+    light: float
+    model: float
+    task: float
+    gpus: float
+
+
+def plan_resources(settings: Settings, cluster_cpus: float) -> StageResources:
+    """Scale CPU requests so every actor pool plus one read task fits in `cluster_cpus`."""
+    ing = settings.ingest
+    model_actors = (
+        ing.dense_actors
+        + ing.sparse_actors
+        + ing.entity_actors
+        + (1 if settings.models.clip else 0)
+    )
+    light, model, task = ing.actor_cpus / 2, ing.actor_cpus, ing.actor_cpus / 2
+    wanted = 2 * light + model_actors * model + task
+    budget = 0.9 * cluster_cpus
+    scale = min(1.0, budget / wanted) if wanted > 0 else 1.0
+    return StageResources(
+        light=light * scale, model=model * scale, task=task * scale, gpus=ing.actor_gpus
+    )
+
+
+def discover(paths: Sequence[Path], settings: Settings, summary: IngestSummary) -> list[Path]:
+    """Expand files and folders; report unreadable ones; fail only if nothing is left."""
+    from rayweave.ingest.readers import discover_files
+
+    if not paths:
+        raise SourceError("no paths given: name at least one file or folder to ingest")
+    missing = [p for p in paths if not p.exists() and not p.is_symlink()]
+    if missing and len(missing) == len(paths):
+        raise SourceError(f"path does not exist: {missing[0]}", path=str(missing[0]))
+    for p in missing:
+        summary.add_error(str(p), "path does not exist")
+    files, errors = discover_files([p for p in paths if p not in missing], settings.ingest)
+    for err in errors:
+        summary.add_error(err.path, err.reason)
+    if not files:
+        where = ", ".join(str(p) for p in paths)
+        raise SourceError(f"empty corpus: no ingestible files under {where}", path=where)
+    return files
+
+
+def _beir_corpus(folder: Path) -> Path:
+    corpus = folder / "corpus.jsonl" if folder.is_dir() else folder
+    if not corpus.is_file():
+        raise SourceError(f"BEIR corpus not found: {corpus}", path=str(corpus))
+    return corpus
+
+
+def _count_lines(path: Path) -> int:
+    with path.open("rb") as fh:
+        return sum(1 for line in fh if line.strip())
+
+
+def run_ingest(
+    settings: Settings,
+    paths: Sequence[Path],
+    *,
+    beir: bool = False,
+    console: Console | None = None,
+    collection: str | None = None,
+) -> IngestSummary:
+    """Ingest files/folders (or one BEIR folder) into `collection`; returns the run summary."""
+    import ray
+    from ray.data import ActorPoolStrategy, DataContext
+
+    from rayweave.cluster.runtime import connect
+    from rayweave.ingest import stages
+    from rayweave.ingest.writers import DocumentWriter, visible_document_hashes
+
+    console = console or Console(stderr=True, quiet=True)
+    collection = collection or settings.qdrant.collection
+    summary = IngestSummary(collection=collection)
+    started = time.monotonic()
+
+    if beir:
+        if len(paths) != 1:
+            raise SourceError("--beir takes exactly one BEIR folder")
+        corpus = _beir_corpus(paths[0])
+        total = _count_lines(corpus)
+        if total == 0:
+            raise SourceError(f"empty corpus: {corpus} has no records", path=str(corpus))
+    else:
+        files = discover(paths, settings, summary)
+        total = len(files)
+
+    with console.status("starting Ray, the graph server and the vector store"):
+        connect(settings)
+        from rayweave.cluster.services import resolve_graph_connection
+
+        resolve_graph_connection(settings)
+        writer = DocumentWriter.open(settings, collection=collection, shared=True)
+        existing = visible_document_hashes(writer.vectors)
+        writer.close()
+
+    ctx = DataContext.get_current()
+    ctx.enable_progress_bars = False
+    ctx.verbose_progress = False
+    res = plan_resources(settings, float(ray.cluster_resources().get("CPU", 1.0)))
+    ing = settings.ingest
+    model_opts: dict[str, Any] = {"num_cpus": res.model, "batch_size": ing.batch_size}
+    if res.gpus > 0:
+        model_opts["num_gpus"] = res.gpus
+
+    if beir:
+        ds = ray.data.read_json(str(corpus), lines=True, override_num_blocks=max(2, total // 2000))
+        ds = ds.map_batches(stages.load_beir_records, batch_size=ing.batch_size, num_cpus=res.task)
+    else:
+        ds = ray.data.from_items(
+            [{"path": str(p)} for p in files], override_num_blocks=max(1, min(len(files) // 8, 64))
+        )
+        ds = ds.map_batches(
+            stages.load_files, fn_kwargs={"settings": settings}, batch_size=8, num_cpus=res.task
+        )
+    ds = ds.map_batches(
+        stages.ChunkDocuments,
+        fn_constructor_kwargs={"settings": settings, "existing": existing},
+        compute=ActorPoolStrategy(size=1),
+        num_cpus=res.light,
+        batch_size=ing.batch_size,
+    )
+    ds = ds.map_batches(
+        stages.EmbedDense,
+        fn_constructor_kwargs={"settings": settings},
+        compute=ActorPoolStrategy(size=ing.dense_actors),
+        **model_opts,
+    )
+    ds = ds.map_batches(
+        stages.EmbedSparse,
+        fn_constructor_kwargs={"settings": settings},
+        compute=ActorPoolStrategy(size=ing.sparse_actors),
+        **model_opts,
+    )
+    if settings.models.clip:
+        ds = ds.map_batches(
+            stages.EmbedImages,
+            fn_constructor_kwargs={"settings": settings},
+            compute=ActorPoolStrategy(size=1),
+            **model_opts,
+        )
+    ds = ds.map_batches(
+        stages.ExtractEntities,
+        fn_constructor_kwargs={"settings": settings},
+        compute=ActorPoolStrategy(size=ing.entity_actors),
+        num_cpus=res.model,
+        batch_size=ing.batch_size,
+    )
+    ds = ds.map_batches(
+        stages.WriteStores,
+        fn_constructor_kwargs={"settings": settings, "collection": collection},
+        compute=ActorPoolStrategy(size=1),
+        num_cpus=res.light,
+        batch_size=ing.batch_size,
+    )
+
+    progress = Progress(
+        TextColumn("[bold]ingest[/bold] {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
+    with progress:
+        task = progress.add_task(collection, total=total)
+        for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+            for outcome in batch["outcome"]:
+                summary.add(outcome)
+            progress.update(task, advance=len(batch["outcome"]))
+
+    with console.status("linking entities across documents and building the vector index"):
+        summary.graph_nodes, summary.graph_edges = finalize(settings, collection)
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def finalize(settings: Settings, collection: str) -> tuple[int, int]:
+    """Corpus-wide steps after all documents are written: edges that batch-by-batch building
+    cannot see (a title ingested after the chunk naming it, co-occurrence statistics), and the
+    vector index build. Returns the namespace's graph node and relationship totals."""
+    from rayweave.cluster.vector_service import connect_vector_store
+    from rayweave.graph.indexing import rebuild_corpus_edges
+    from rayweave.graph.store import open_graph_store
+
+    graph = open_graph_store(settings, namespace=collection)
+    try:
+        rebuild_corpus_edges(graph)
+        counts = graph.counts()
+    finally:
+        graph.close()
+    store = connect_vector_store(
+        settings.qdrant,
+        path=settings.vector_path,
+        collection=collection,
+        namespace=settings.ray.namespace,
+        shared=True,
+    )
+    store.optimize()
+    return sum(counts.nodes.values()), sum(counts.relationships.values())
+
+
+def delete_documents(
+    settings: Settings, targets: Sequence[str], *, collection: str | None = None
+) -> int:
+    """Remove documents named by path or id from both stores."""
+    from rayweave.cluster.runtime import connect
+    from rayweave.ingest.readers import document_id_for
+    from rayweave.ingest.writers import DocumentWriter
+
+    if not targets:
+        raise SourceError("name at least one path or document id to delete")
+    connect(settings)
+    # A target may be a path (present or already removed from disk) or a document id: try both.
+    ids = sorted({t for t in targets} | {document_id_for(Path(t)) for t in targets})
+    writer = DocumentWriter.open(
+        settings, collection=collection or settings.qdrant.collection, shared=True
+    )
+    try:
+        return writer.delete(ids)
+    finally:
+        writer.close()

@@ -1,0 +1,89 @@
+"""What an ingest run did, for the CLI, `ray job submit` logs and the JSON report."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+DocStatus = Literal["inserted", "updated", "skipped", "failed"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DocumentError:
+    """A source that could not be ingested, with the reason; the rest of the run goes on."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DocumentOutcome:
+    """One row of the write stage's output."""
+
+    doc_id: str
+    source: str
+    status: DocStatus
+    chunks: int = 0
+    vectors: int = 0
+    error: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class IngestSummary:
+    collection: str
+    documents_inserted: int = 0
+    documents_updated: int = 0
+    documents_skipped: int = 0
+    documents_failed: int = 0
+    chunks: int = 0
+    vectors: int = 0
+    graph_nodes: int = 0  # totals in the namespace after the run
+    graph_edges: int = 0
+    seconds: float = 0.0
+    errors: list[DocumentError] = field(default_factory=list)
+
+    @property
+    def documents_total(self) -> int:
+        return self.documents_inserted + self.documents_updated + self.documents_skipped
+
+    def add(self, outcome: DocumentOutcome) -> None:
+        match outcome.status:
+            case "inserted":
+                self.documents_inserted += 1
+            case "updated":
+                self.documents_updated += 1
+            case "skipped":
+                self.documents_skipped += 1
+            case "failed":
+                self.add_error(outcome.source, outcome.error or "unknown error")
+        self.chunks += outcome.chunks
+        self.vectors += outcome.vectors
+
+    def add_error(self, path: str, reason: str) -> None:
+        self.documents_failed += 1
+        self.errors.append(DocumentError(path=path, reason=reason))
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["documents_total"] = self.documents_total
+        data["documents_per_s"] = self.rate(self.documents_inserted + self.documents_updated)
+        data["chunks_per_s"] = self.rate(self.chunks)
+        return data
+
+    def rate(self, n: int) -> float:
+        return n / self.seconds if self.seconds > 0 else 0.0
+
+    def render(self) -> str:
+        lines = [
+            f"collection {self.collection}: {self.documents_inserted} inserted, {self.documents_updated} updated, "
+            f"{self.documents_skipped} unchanged, {self.documents_failed} failed",
+            f"chunks {self.chunks}, vectors {self.vectors}, graph nodes {self.graph_nodes}, "
+            f"graph edges {self.graph_edges}",
+            f"{self.seconds:.1f}s: {self.rate(self.documents_inserted + self.documents_updated):.1f} documents/s, "
+            f"{self.rate(self.chunks):.1f} chunks/s",
+        ]
+        for err in self.errors[:50]:
+            lines.append(f"  error: {err.path}: {err.reason}")
+        if len(self.errors) > 50:
+            lines.append(f"  ... and {len(self.errors) - 50} more errors (see --report)")
+        return "\n".join(lines)

@@ -1,0 +1,272 @@
+"""Ray Data callables of the ingest pipeline: thin wrappers over pure functions.
+
+The unit that flows is a `DocWork`: one document with all its chunks, vectors and entities.
+Keeping a document whole through every stage is what lets the writer make it visible in one step
+(a crash never leaves half a document searchable). Stateful stages load their model once per actor
+in `__init__`; Ray Data passes settings through `fn_constructor_kwargs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rayweave.cluster.errors import RayweaveError
+from rayweave.cluster.settings import Settings
+from rayweave.cluster.types import Chunk, ContentType, Document, Entity, Level, SparseVector
+from rayweave.ingest.report import DocStatus
+
+Batch = dict[str, Any]
+
+
+@dataclass(slots=True, kw_only=True)
+class DocWork:
+    source: str
+    document: Document | None = None
+    status: DocStatus = "inserted"
+    chunks: list[Chunk] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    dense: np.ndarray | None = None
+    sparse: list[SparseVector] | None = None
+    image: dict[int, np.ndarray] = field(default_factory=dict)
+    entities: list[list[Entity]] | None = None
+    error: str | None = None
+
+    @property
+    def active(self) -> bool:
+        """Still to be processed (not failed, not skipped as unchanged)."""
+        return self.error is None and self.status in ("inserted", "updated") and bool(self.chunks)
+
+    def fail(self, exc: BaseException) -> None:
+        self.status = "failed"
+        self.error = (
+            f"{type(exc).__name__}: {exc}" if not isinstance(exc, RayweaveError) else str(exc)
+        )
+
+
+def _works(batch: Batch) -> list[DocWork]:
+    return list(batch["work"])
+
+
+def _batch(works: Iterable[DocWork]) -> Batch:
+    items = list(works)
+    arr = np.empty(len(items), dtype=object)
+    arr[:] = items
+    return {"work": arr}
+
+
+def load_files(batch: Batch, *, settings: Settings) -> Batch:
+    """Read one file per row into a Document (stateless: runs as Ray tasks)."""
+    from rayweave.ingest.readers import read_document
+
+    works = []
+    for path in batch["path"]:
+        work = DocWork(source=str(path))
+        try:
+            work.document = read_document(Path(path), settings.ingest)
+        except Exception as exc:
+            work.fail(exc)
+        works.append(work)
+    return _batch(works)
+
+
+def load_beir_records(batch: Batch) -> Batch:
+    """Turn BEIR corpus.jsonl rows (`_id`, `title`, `text`) into Documents."""
+    from rayweave.ingest.readers import beir_record_to_document
+
+    works = []
+    titles = batch.get("title")
+    for i, (doc_id, text) in enumerate(zip(batch["_id"], batch["text"], strict=True)):
+        title = "" if titles is None or titles[i] is None else str(titles[i])
+        work = DocWork(source=str(doc_id))
+        try:
+            work.document = beir_record_to_document(
+                {"_id": str(doc_id), "title": title, "text": str(text)}
+            )
+        except Exception as exc:
+            work.fail(exc)
+        works.append(work)
+    return _batch(works)
+
+
+def embed_text(chunk: Chunk) -> str:
+    """The text encoders see: code gets identifiers split into words, prose its heading context."""
+    if chunk.content_type is ContentType.CODE and chunk.level is not Level.DOCUMENT:
+        from rayweave.ingest.code import code_embed_text
+
+        return code_embed_text(chunk.text, chunk.language, title=chunk.title)
+    return chunk.embed_text()
+
+
+class ChunkDocuments:
+    """Decide insert/update/skip from content hashes, then chunk with the dense model's tokenizer."""
+
+    def __init__(self, settings: Settings, existing: dict[str, str]) -> None:
+        from rayweave.models.factory import build_tokenizer
+
+        self.settings = settings
+        self.existing = existing
+        self.tokens = build_tokenizer(settings.models)
+
+    def __call__(self, batch: Batch) -> Batch:
+        from rayweave.ingest.chunking import chunk_document
+
+        works = _works(batch)
+        for work in works:
+            doc = work.document
+            if work.error is not None or doc is None:
+                continue
+            previous = self.existing.get(doc.id)
+            if previous == doc.content_hash:
+                work.status = "skipped"
+                continue
+            work.status = "updated" if previous is not None else "inserted"
+            try:
+                chunked = chunk_document(doc, tokens=self.tokens, settings=self.settings.ingest)
+                work.chunks = list(chunked.chunks)
+                work.texts = [embed_text(c) for c in work.chunks]
+            except Exception as exc:
+                work.fail(exc)
+        return _batch(works)
+
+
+def _unique(texts: list[str]) -> tuple[list[str], list[int]]:
+    """Deduplicate texts (short documents repeat one text on every level); return the inverse map."""
+    index: dict[str, int] = {}
+    inverse = [index.setdefault(t, len(index)) for t in texts]
+    return list(index), inverse
+
+
+class EmbedDense:
+    def __init__(self, settings: Settings) -> None:
+        from rayweave.models.factory import build_dense_encoder
+
+        self.encoder = build_dense_encoder(settings.models)
+
+    def __call__(self, batch: Batch) -> Batch:
+        works = _works(batch)
+        active = [w for w in works if w.active]
+        texts = [t for w in active for t in w.texts]
+        if texts:
+            unique, inverse = _unique(texts)
+            vectors = self.encoder.encode(unique, kind="document")[inverse]
+            offset = 0
+            for w in active:
+                w.dense = vectors[offset : offset + len(w.texts)]
+                offset += len(w.texts)
+        return _batch(works)
+
+
+class EmbedSparse:
+    def __init__(self, settings: Settings) -> None:
+        from rayweave.models.factory import build_sparse_encoder
+
+        self.encoder = build_sparse_encoder(settings.models)
+
+    def __call__(self, batch: Batch) -> Batch:
+        works = _works(batch)
+        active = [w for w in works if w.active]
+        texts = [t for w in active for t in w.texts]
+        if texts:
+            unique, inverse = _unique(texts)
+            encoded = self.encoder.encode(unique, kind="document")
+            offset = 0
+            for w in active:
+                w.sparse = [encoded[inverse[offset + i]] for i in range(len(w.texts))]
+                offset += len(w.texts)
+        return _batch(works)
+
+
+def _is_image(work: DocWork) -> bool:
+    return work.document is not None and work.document.content_type is ContentType.IMAGE
+
+
+class EmbedImages:
+    """CLIP image vectors for image documents (their caption text is embedded like any text)."""
+
+    def __init__(self, settings: Settings) -> None:
+        from rayweave.models.factory import build_image_encoder
+
+        self.encoder = build_image_encoder(settings.models)
+
+    def __call__(self, batch: Batch) -> Batch:
+        from PIL import Image
+
+        works = _works(batch)
+        for w in works:
+            if not (w.active and _is_image(w)) or w.document is None:
+                continue
+            try:
+                with Image.open(w.document.source) as img:
+                    vec = self.encoder.encode_images([img.convert("RGB")])[0]
+                w.image = {i: vec for i, c in enumerate(w.chunks) if c.level is not Level.DOCUMENT}
+            except Exception as exc:
+                w.fail(exc)
+        return _batch(works)
+
+
+class ExtractEntities:
+    """Entities per chunk. NER runs once per section; a proposition inherits the section's
+    entities that occur in its own text, and the document summary the union of its sections."""
+
+    def __init__(self, settings: Settings) -> None:
+        from rayweave.models.factory import build_entity_extractor
+
+        self.extractor = build_entity_extractor(settings.models)
+
+    def __call__(self, batch: Batch) -> Batch:
+        works = _works(batch)
+        active = [w for w in works if w.active]
+        sections = [
+            (w, i)
+            for w in active
+            for i, c in enumerate(w.chunks)
+            if c.level is Level.SECTION and c.content_type is not ContentType.CODE
+        ]
+        found = self.extractor.extract([w.chunks[i].text for w, i in sections]) if sections else []
+        by_chunk: dict[tuple[int, str], list[Entity]] = {
+            (id(w), w.chunks[i].id): ents for (w, i), ents in zip(sections, found, strict=True)
+        }
+        for w in active:
+            per_chunk: list[list[Entity]] = []
+            section_entities = {
+                c.id: by_chunk.get((id(w), c.id), []) for c in w.chunks if c.level is Level.SECTION
+            }
+            for c in w.chunks:
+                if c.level is Level.SECTION:
+                    per_chunk.append(section_entities[c.id])
+                elif c.level is Level.PROPOSITION:
+                    parent = section_entities.get(c.parent_id or "", [])
+                    lowered = c.text.casefold()
+                    per_chunk.append([e for e in parent if e.name.casefold() in lowered])
+                else:
+                    merged: dict[str, Entity] = {}
+                    for ents in section_entities.values():
+                        for e in ents:
+                            merged.setdefault(e.id, e)
+                    per_chunk.append(list(merged.values()))
+            w.entities = per_chunk
+        return _batch(works)
+
+
+class WriteStores:
+    """One vector-store client and one graph-store client per actor; writes whole documents."""
+
+    def __init__(self, settings: Settings, collection: str) -> None:
+        from rayweave.ingest.writers import DocumentWriter
+
+        self.writer = DocumentWriter.open(settings, collection=collection, shared=True)
+
+    def __call__(self, batch: Batch) -> Batch:
+        works = _works(batch)
+        outcomes = self.writer.write(works)
+        return {"outcome": np.array([o for o in outcomes], dtype=object)}
+
+    def __del__(self) -> None:
+        writer = getattr(self, "writer", None)
+        if writer is not None:
+            writer.close()

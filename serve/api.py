@@ -1,0 +1,221 @@
+"""The HTTP API as a plain FastAPI factory: Ray Serve's ingress builds it on each replica, and
+tests can build it around in-process components.
+
+Cross-cutting rules live here, once: body-size limit (413), API-key/bearer auth when keys are
+configured (401, checked before any work), per-key rate limit (429), CORS only when origins are
+configured, Prometheus metrics, and the error mapping of `serve/errors.py`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import FileResponse, JSONResponse, Response
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.middleware.base import BaseHTTPMiddleware
+
+from rayweave.cluster import __version__
+from rayweave.cluster.errors import AuthError, RateLimitError
+from rayweave.cluster.settings import ServeSettings
+from rayweave.serve.errors import error_body, install_error_handlers
+from rayweave.serve.schemas import AnswerResponse, ResultItem, SearchRequest, SearchResponse
+from rayweave.serve.service import SearchService
+
+STATIC = Path(__file__).parent / "static"
+
+
+class MessageRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: str = Field(default="user", pattern="^(user|assistant|system)$")
+    content: str
+    user_id: str | None = Field(default=None, max_length=128)
+    document_ids: list[str] = Field(default_factory=list, max_length=100)
+
+
+class MessageResponse(BaseModel):
+    id: str
+    conversation_id: str
+
+
+class DocumentResponse(BaseModel):
+    doc_id: str
+    chunks: list[ResultItem]
+
+
+class RateLimiter:
+    """Token bucket per key: `per_minute` requests, refilled continuously. Per replica."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.rate = per_minute / 60.0
+        self.capacity = float(per_minute)
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def check(self, key: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            tokens, last = self._buckets.get(key, (self.capacity, now))
+            tokens = min(self.capacity, tokens + (now - last) * self.rate)
+            if tokens < 1.0:
+                self._buckets[key] = (tokens, now)
+                raise RateLimitError(
+                    "rate limit exceeded for this API key", retry_after_s=(1.0 - tokens) / self.rate
+                )
+            self._buckets[key] = (tokens - 1.0, now)
+
+
+class BodyLimit(BaseHTTPMiddleware):
+    def __init__(self, app: Any, max_bytes: int) -> None:
+        super().__init__(app)
+        self.max_bytes = max_bytes
+
+    async def dispatch(
+        self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        declared = request.headers.get("content-length")
+        too_big = JSONResponse(
+            error_body("PayloadTooLarge", f"request body exceeds {self.max_bytes} bytes"),
+            status_code=413,
+        )
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            return too_big
+        if request.method in ("POST", "PUT", "PATCH") and declared is None:
+            body = b""
+            async for part in request.stream():
+                body += part
+                if len(body) > self.max_bytes:
+                    return too_big
+            request._body = body  # starlette reuses a consumed body from here
+        return await call_next(request)
+
+
+def create_api(
+    service: SearchService,
+    settings: ServeSettings,
+    *,
+    health: Callable[[], dict[str, Any]] | None = None,
+) -> FastAPI:
+    app = FastAPI(
+        title="rayweave",
+        version=__version__,
+        description="Hybrid dense+sparse+graph retrieval over technical documentation and code.",
+    )
+    install_error_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    if settings.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["*"],
+        )
+
+    registry = CollectorRegistry()
+    requests = Counter("rayweave_requests", "HTTP requests", ["route", "status"], registry=registry)
+    latency = Histogram(
+        "rayweave_request_seconds",
+        "Request latency",
+        ["route"],
+        registry=registry,
+        buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5),
+    )
+    degraded = Counter(
+        "rayweave_degraded", "Retrievers dropped from a response", ["retriever"], registry=registry
+    )
+
+    @app.middleware("http")
+    async def _metrics(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        started = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        path = getattr(route, "path", "unmatched")
+        requests.labels(path, str(response.status_code)).inc()
+        latency.labels(path).observe(time.perf_counter() - started)
+        return response
+
+    keys = [k.get_secret_value().encode() for k in settings.api_keys]
+    limiter = (
+        RateLimiter(settings.rate_limit_per_minute) if settings.rate_limit_per_minute else None
+    )
+
+    def authorize(request: Request) -> str:
+        """Returns a stable, non-secret key id used for rate limiting."""
+        supplied = request.headers.get("x-api-key")
+        auth = request.headers.get("authorization", "")
+        if supplied is None and auth.lower().startswith("bearer "):
+            supplied = auth[7:].strip()
+        if keys and (
+            not supplied or not any(hmac.compare_digest(supplied.encode(), k) for k in keys)
+        ):
+            raise AuthError("missing or invalid API key (send X-API-Key or Authorization: Bearer)")
+        ident = supplied or (request.client.host if request.client else "anonymous")
+        key_id = hashlib.sha256(ident.encode()).hexdigest()[:16]
+        if limiter is not None:
+            limiter.check(key_id)
+        return key_id
+
+    guarded = [Depends(authorize)]
+
+    @app.post("/v1/search", response_model=SearchResponse, dependencies=guarded)
+    async def search(body: SearchRequest) -> SearchResponse:
+        result = await service.search(body)
+        for name in result.degraded:
+            degraded.labels(name).inc()
+        return result
+
+    @app.post("/v1/answer", response_model=AnswerResponse, dependencies=guarded)
+    async def answer(body: SearchRequest) -> AnswerResponse:
+        return await service.answer(body)
+
+    @app.post(
+        "/v1/conversations/{conversation_id}/messages",
+        response_model=MessageResponse,
+        dependencies=guarded,
+    )
+    async def add_message(conversation_id: str, body: MessageRequest) -> MessageResponse:
+        message_id = await service.add_message(
+            conversation_id,
+            role=body.role,
+            content=body.content,
+            user_id=body.user_id,
+            document_ids=body.document_ids,
+        )
+        return MessageResponse(id=message_id, conversation_id=conversation_id)
+
+    @app.get("/v1/documents/{doc_id}", response_model=DocumentResponse, dependencies=guarded)
+    async def document(doc_id: str) -> DocumentResponse:
+        return DocumentResponse(doc_id=doc_id, chunks=await service.document(doc_id))
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, Any]:
+        return {"status": "ok", "version": __version__, **(health() if health else {})}
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    if (STATIC / "index.html").is_file():
+
+        @app.get("/", include_in_schema=False)
+        async def index() -> FileResponse:
+            return FileResponse(STATIC / "index.html")
+
+    return app

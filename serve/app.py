@@ -1,0 +1,162 @@
+"""The typed Ray Serve app builder, and deployment from the CLI.
+
+One config file drives every way of running the app: `serve run rayweave.serve.app:build_app`,
+`serve deploy serve/config.yaml`, `rayweave serve` (which submits that same file, with the CLI's
+settings as `args`) and the KubeRay RayService (which embeds it). `args` are rayweave settings
+groups, validated by `AppArgs` and then by `Settings`.
+"""
+
+# No `from __future__ import annotations` here: Ray Serve converts `args` into the builder's
+# pydantic annotation only when the annotation is a real class, not a string.
+
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+from ray.serve import Application
+from rich.console import Console
+
+from rayweave.cluster.errors import ServiceError
+from rayweave.cluster.settings import Settings, load_settings
+
+DEFAULT_SERVE_CONFIG = Path(__file__).parent / "config.yaml"
+
+
+class AppArgs(BaseModel):
+    """`args` of the Serve application: optional settings file plus settings groups."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    config_file: Path | None = Field(default=None, description="rayweave.toml on the cluster.")
+    home: Path | None = None
+    ray: dict[str, Any] = Field(default_factory=dict)
+    qdrant: dict[str, Any] = Field(default_factory=dict)
+    graph: dict[str, Any] = Field(default_factory=dict)
+    models: dict[str, Any] = Field(default_factory=dict)
+    ingest: dict[str, Any] = Field(default_factory=dict)
+    serve: dict[str, Any] = Field(default_factory=dict)
+
+    def settings(self) -> Settings:
+        groups = {k: v for k, v in self.model_dump(exclude={"config_file"}).items() if v}
+        return load_settings(self.config_file, **groups)
+
+
+def compose(settings: Settings) -> Application:
+    """Bind the deployment graph: ingress -> classifier, retrievers, fusion, refiner."""
+    from rayweave.serve.deployments import (
+        FusionRanker,
+        GraphRetriever,
+        QueryClassifier,
+        Refiner,
+        VectorRetriever,
+        WebRetriever,
+    )
+    from rayweave.serve.ingress import Ingress
+
+    # Every deployment is always bound, so one Serve config file fits every setting (a config
+    # naming a deployment the app lacks is rejected); an unconfigured web retriever answers empty.
+    return Ingress.bind(
+        settings,
+        QueryClassifier.bind(),
+        VectorRetriever.bind(settings),
+        FusionRanker.bind(settings),
+        graph=GraphRetriever.bind(settings),
+        web=WebRetriever.bind(settings),
+        refiner=Refiner.bind(settings),
+    )
+
+
+def build_app(args: AppArgs) -> Application:
+    """Entry point for `serve run rayweave.serve.app:build_app` and Serve config files."""
+    if isinstance(args, dict):  # direct calls with a plain dict
+        args = AppArgs.model_validate(args)
+    return compose(args.settings())
+
+
+def settings_to_args(settings: Settings) -> dict[str, Any]:
+    """Settings as Serve `args` (JSON-safe, secrets revealed: the cluster needs them)."""
+    data = settings.model_dump(mode="python", exclude={"config_file"})
+
+    def plain(value: Any) -> Any:
+        if hasattr(value, "get_secret_value"):
+            return value.get_secret_value()
+        if isinstance(value, Path):
+            return str(value)
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [plain(v) for v in value]
+        return value
+
+    return {k: plain(v) for k, v in data.items()}
+
+
+def serve_config(settings: Settings) -> dict[str, Any]:
+    """The Serve config file with this run's settings as the app's args and HTTP options."""
+    path = settings.serve.serve_config or DEFAULT_SERVE_CONFIG
+    config = yaml.safe_load(path.read_text())
+    config.setdefault("http_options", {}).update(
+        {"host": settings.serve.host, "port": settings.serve.port}
+    )
+    for application in config["applications"]:
+        application["args"] = {**application.get("args", {}), **settings_to_args(settings)}
+        application["name"] = settings.serve.app_name
+        application["route_prefix"] = settings.serve.route_prefix
+    return config
+
+
+def deploy(settings: Settings, *, console: Console | None = None, timeout_s: float = 600.0) -> str:
+    """Start the embedded stack if needed and deploy the app; returns the ingress URL."""
+    from ray.serve.schema import ServeDeploySchema
+
+    from rayweave.cluster.runtime import connect
+    from rayweave.cluster.services import resolve_graph_connection
+
+    console = console or Console(stderr=True, quiet=True)
+    with console.status("starting Ray and the graph server"):
+        connect(settings)
+        resolve_graph_connection(settings)
+    config = ServeDeploySchema.model_validate(serve_config(settings))
+    url = f"http://{settings.serve.host}:{settings.serve.port}"
+    with console.status(f"deploying {settings.serve.app_name} (loading models on each replica)"):
+        # The same two calls as Ray's own `serve run config.yaml`.
+        from ray.serve._private import api as serve_private
+
+        client = serve_private.serve_start(
+            http_options=config.http_options.model_dump(), proxy_location=config.proxy_location
+        )
+        client.deploy_apps(config, _blocking=False)
+        _wait_running(settings.serve.app_name, timeout_s)
+    return url
+
+
+def _wait_running(app_name: str, timeout_s: float) -> None:
+    from ray import serve
+    from ray.serve.schema import ApplicationStatus
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = serve.status().applications.get(app_name)
+        if status is not None:
+            if status.status == ApplicationStatus.RUNNING:
+                return
+            if status.status in (ApplicationStatus.DEPLOY_FAILED, ApplicationStatus.UNHEALTHY):
+                raise ServiceError(f"Serve application {app_name!r} failed: {status.message}")
+        time.sleep(0.5)
+    raise ServiceError(f"Serve application {app_name!r} not running after {timeout_s:.0f}s")
+
+
+def shutdown(settings: Settings) -> bool:
+    """Delete the app if a Serve controller is running; True when something was removed."""
+    from ray import serve
+
+    try:
+        apps = serve.status().applications
+    except Exception:
+        return False
+    if settings.serve.app_name not in apps:
+        return False
+    serve.delete(settings.serve.app_name)
+    return True

@@ -1,0 +1,167 @@
+"""Refinement of the fused candidates: TF-IDF statement reranking (graphrag-toolkit's default),
+ColBERT-style MaxSim, a cross-encoder, or an LLM.
+
+Every refiner blends its own relevance with the fused rank instead of replacing it: a refiner
+that is weak on some query then nudges, it cannot wreck, the ranking (the fusion already
+combines several independent signals).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+
+from rayweave.cluster.errors import ConfigError
+from rayweave.cluster.settings import Settings
+from rayweave.cluster.types import Hit
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def _terms(text: str) -> list[str]:
+    return _TOKEN.findall(text.casefold())
+
+
+def tfidf_scores(query: str, texts: Sequence[str]) -> list[float]:
+    """Cosine between the query and each text in a TF-IDF space built over the candidates
+    (the candidate set is the collection: rare-among-candidates terms discriminate best)."""
+    docs = [Counter(_terms(t)) for t in texts]
+    n = len(docs)
+    df: Counter[str] = Counter()
+    for d in docs:
+        df.update(d.keys())
+    idf = {t: math.log((1 + n) / (1 + c)) + 1.0 for t, c in df.items()}
+    q = Counter(_terms(query))
+    qv = {t: (1 + math.log(c)) * idf.get(t, math.log(1 + n) + 1.0) for t, c in q.items()}
+    qn = math.sqrt(sum(v * v for v in qv.values())) or 1.0
+    out = []
+    for d in docs:
+        dv = {t: (1 + math.log(c)) * idf[t] for t, c in d.items()}
+        dn = math.sqrt(sum(v * v for v in dv.values())) or 1.0
+        out.append(sum(qv[t] * dv.get(t, 0.0) for t in qv) / (qn * dn))
+    return out
+
+
+def blend(hits: Sequence[Hit], relevance: Sequence[float], *, weight: float) -> list[Hit]:
+    """Reorder by `(1-weight) * rank_score + weight * normalised relevance`; rank_score is
+    1/(1+rank) so the fused order keeps a voice."""
+    if not hits:
+        return []
+    lo, hi = min(relevance), max(relevance)
+    span = (hi - lo) or 1.0
+    scored = [
+        replace(h, score=(1 - weight) / (1 + i) + weight * (r - lo) / span)
+        for i, (h, r) in enumerate(zip(hits, relevance, strict=True))
+    ]
+    scored.sort(key=lambda h: -h.score)
+    return scored
+
+
+class TfidfRefiner:
+    def __init__(self, *, weight: float = 0.3) -> None:
+        self.weight = weight
+
+    async def refine(self, query: str, hits: list[Hit], plan: object) -> list[Hit]:
+        context = [f"{h.title} {' '.join(h.section_path)} {h.text}" for h in hits]
+        return blend(hits, tfidf_scores(query, context), weight=self.weight)
+
+
+class ModelRefiner:
+    """Cross-encoder (`sentence_transformers.CrossEncoder`) or BGE-M3 MaxSim relevance, blended."""
+
+    def __init__(self, scorer: object, *, weight: float = 0.5) -> None:
+        self.scorer = scorer
+        self.weight = weight
+
+    async def refine(self, query: str, hits: list[Hit], plan: object) -> list[Hit]:
+        texts = [h.text for h in hits]
+        scores = await asyncio.to_thread(self._score, query, texts)
+        return blend(hits, scores, weight=self.weight)
+
+    def _score(self, query: str, texts: list[str]) -> list[float]:
+        predict = getattr(self.scorer, "predict", None)
+        if predict is not None:
+            return [float(s) for s in predict([(query, t) for t in texts])]
+        return [float(s) for s in self.scorer.maxsim(query, texts)]  # type: ignore[attr-defined]
+
+
+_RANKING = re.compile(r"\d+")
+
+
+def parse_ranking(reply: str, n: int) -> list[int]:
+    """Indices (0-based) from an LLM's 'best first' list like '[3, 1, 2]'; unknown or repeated
+    numbers are ignored and unmentioned candidates keep their fused order at the end."""
+    order: list[int] = []
+    for token in _RANKING.findall(reply):
+        i = int(token) - 1
+        if 0 <= i < n and i not in order:
+            order.append(i)
+    order.extend(i for i in range(n) if i not in order)
+    return order
+
+
+class LlmRefiner:
+    """Listwise reranking by a chat model (seed 004's agentic refinement), over the top `window`."""
+
+    def __init__(self, chat: object, *, window: int = 10, weight: float = 0.5) -> None:
+        self.chat = chat
+        self.window = window
+        self.weight = weight
+
+    async def refine(self, query: str, hits: list[Hit], plan: object) -> list[Hit]:
+        head, tail = hits[: self.window], hits[self.window :]
+        if len(head) < 2:
+            return hits
+        passages = "\n".join(f"[{i + 1}] {h.title}: {h.text[:400]}" for i, h in enumerate(head))
+        messages = [
+            {
+                "role": "system",
+                "content": "Rank passages by how well they answer the question. Reply with passage numbers only, best first, e.g. [2, 1, 3].",
+            },
+            {"role": "user", "content": f"Question: {query}\n\nPassages:\n{passages}\n\nRanking:"},
+        ]
+        reply = await asyncio.to_thread(self.chat.complete, messages, max_tokens=64)  # type: ignore[attr-defined]
+        order = parse_ranking(reply, len(head))
+        relevance = [0.0] * len(head)
+        for rank, i in enumerate(order):
+            relevance[i] = 1.0 / (1 + rank)
+        return blend(head, relevance, weight=self.weight) + tail
+
+
+def build_refiner(settings: Settings) -> TfidfRefiner | ModelRefiner | LlmRefiner:
+    """The refiner named by `serve.retrieval.refiner` (built once per replica)."""
+    mode = settings.serve.retrieval.refiner
+    if mode in ("off", "tfidf"):
+        return TfidfRefiner()
+    if mode == "cross-encoder":
+        name = settings.serve.retrieval.cross_encoder
+        if not name:
+            raise ConfigError(
+                "refiner 'cross-encoder' needs serve.retrieval.cross_encoder (a checkpoint name or path)"
+            )
+        from sentence_transformers import CrossEncoder
+
+        from rayweave.models.resolve import resolve_model_path
+
+        return ModelRefiner(CrossEncoder(str(resolve_model_path(name))))
+    if mode == "maxsim":
+        from rayweave.models.factory import build_dense_encoder
+
+        encoder = build_dense_encoder(settings.models)
+        if not hasattr(encoder, "maxsim"):
+            raise ConfigError(
+                "refiner 'maxsim' needs a multi-vector dense model (models.dense_kind='bge-m3')"
+            )
+        return ModelRefiner(encoder)
+    if mode == "llm":
+        from rayweave.models.factory import build_chat_model
+
+        chat = build_chat_model(settings.models)
+        if chat is None:
+            raise ConfigError("refiner 'llm' needs models.llm to name a chat model")
+        return LlmRefiner(chat)
+    raise ConfigError(f"unknown refiner {mode!r}; valid: off, tfidf, maxsim, cross-encoder, llm")

@@ -1,0 +1,280 @@
+"""The search request path: classify -> retrieve in parallel under one deadline -> fuse -> refine.
+
+`SearchPipeline` depends only on the protocols below. In Ray Serve its components are adapters
+over DeploymentHandles (see `serve/app.py`); the evaluator builds the same pipeline from in-process
+objects, so both run this exact code.
+
+Retrieval runs in two phases inside the deadline: phase 1 runs the vector, web and entity-graph
+retrievers concurrently; phase 2 expands the graph from phase 1's top vector hits (parents,
+neighbours, bridge documents). A retriever that raises or misses the deadline is dropped from
+fusion and named in `degraded`; the request still succeeds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from rayweave.cluster.types import Hit
+from rayweave.serve.schemas import ContentScope, Profile, QueryType
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Classification:
+    query_type: QueryType
+    scope: ContentScope
+    keywords: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetrievalPlan:
+    """What one request runs, decided once from the profile and the query type."""
+
+    profile: Profile
+    query_type: QueryType
+    scope: ContentScope
+    dense: bool = True
+    sparse: bool = False
+    graph: bool = False
+    web: bool = False
+    refine: str = "off"
+    hierarchical: bool = False
+    weights: Mapping[str, float] = field(default_factory=dict)
+    top_k: int = 10
+    candidates: int = 50
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetrievalQuery:
+    text: str
+    plan: RetrievalPlan
+    keywords: tuple[str, ...] = ()
+    filters: Mapping[str, object] = field(default_factory=dict)
+    level: str | None = None
+    seeds: tuple[Hit, ...] = ()
+    conversation_id: str | None = None
+    user_id: str | None = None
+
+
+RankedLists = dict[str, list[Hit]]
+
+
+class Classifier(Protocol):
+    async def classify(self, text: str) -> Classification: ...
+
+
+class Retriever(Protocol):
+    async def retrieve(self, query: RetrievalQuery) -> RankedLists: ...
+
+
+class GraphRetriever(Protocol):
+    async def retrieve(self, query: RetrievalQuery) -> RankedLists:
+        """Entity-based search from the query alone (phase 1)."""
+
+    async def expand(self, query: RetrievalQuery) -> RankedLists:
+        """Expansion from `query.seeds` (phase 2)."""
+
+
+class Hydrator(Protocol):
+    async def hydrate(self, ids: Sequence[str]) -> dict[str, Hit]:
+        """Current, visible payloads of chunk ids (drops ids that are gone or not yet visible)."""
+
+
+class Fuser(Protocol):
+    async def fuse(self, lists: RankedLists, plan: RetrievalPlan) -> list[Hit]: ...
+
+
+class Refiner(Protocol):
+    async def refine(self, query: str, hits: list[Hit], plan: RetrievalPlan) -> list[Hit]: ...
+
+
+@dataclass(slots=True, kw_only=True)
+class SearchOutcome:
+    classification: Classification
+    plan: RetrievalPlan
+    hits: list[Hit]
+    degraded: list[str]
+    timings_ms: dict[str, float]
+
+
+class SearchPipeline:
+    def __init__(
+        self,
+        *,
+        classifier: Classifier,
+        planner: PlanFn,
+        vector: Retriever,
+        hydrator: Hydrator,
+        fuser: Fuser,
+        graph: GraphRetriever | None = None,
+        web: Retriever | None = None,
+        refiner: Refiner | None = None,
+        deadline_s: float = 2.0,
+    ) -> None:
+        self.classifier = classifier
+        self.planner = planner
+        self.vector = vector
+        self.hydrator = hydrator
+        self.fuser = fuser
+        self.graph = graph
+        self.web = web
+        self.refiner = refiner
+        self.deadline_s = deadline_s
+
+    async def search(
+        self,
+        text: str,
+        *,
+        top_k: int,
+        profile: Profile | None = None,
+        query_type: QueryType | None = None,
+        filters: Mapping[str, object] | None = None,
+        level: str | None = None,
+        hierarchical: bool | None = None,
+        conversation_id: str | None = None,
+        user_id: str | None = None,
+    ) -> SearchOutcome:
+        started = time.perf_counter()
+        deadline = started + self.deadline_s
+        timings: dict[str, float] = {}
+        degraded: list[str] = []
+
+        classification = await self.classifier.classify(text)
+        if query_type is not None:
+            classification = replace(classification, query_type=query_type)
+        plan = self.planner(classification, profile=profile, top_k=top_k, hierarchical=hierarchical)
+        timings["classify"] = _ms(started)
+        query = RetrievalQuery(
+            text=text,
+            plan=plan,
+            keywords=classification.keywords,
+            filters=dict(filters or {}),
+            level=level,
+            conversation_id=conversation_id,
+            user_id=user_id,
+        )
+
+        phase1: dict[str, Awaitable[RankedLists]] = {"vector": self.vector.retrieve(query)}
+        if plan.graph and self.graph is not None:
+            phase1["graph"] = self.graph.retrieve(query)
+        if plan.web and self.web is not None:
+            phase1["web"] = self.web.retrieve(query)
+        lists = await _gather(phase1, deadline, degraded, timings)
+
+        if plan.graph and self.graph is not None and "graph" not in degraded:
+            seeds = _seeds(lists, plan)
+            if seeds:
+                expand = {"graph-expand": self.graph.expand(replace(query, seeds=seeds))}
+                lists.update(await _gather(expand, deadline, degraded, timings))
+        if "vector" in degraded and not any(lists.values()):
+            # Nothing to fuse: report emptiness, still not an error.
+            return SearchOutcome(
+                classification=classification,
+                plan=plan,
+                hits=[],
+                degraded=degraded,
+                timings_ms=timings,
+            )
+
+        t = time.perf_counter()
+        fused = await self.fuser.fuse(lists, plan)
+        timings["fuse"] = _ms(t)
+
+        t = time.perf_counter()
+        candidates = fused[: max(plan.candidates, plan.top_k)]
+        # External hits (web) are not in the vector store; every other hit is re-read so that only
+        # visible, current chunks are returned whichever retriever found them.
+        current = await self.hydrator.hydrate(
+            [h.id for h in candidates if not h.metadata.get("external")]
+        )
+        hits = [
+            h if h.metadata.get("external") else _merge(h, current[h.id])
+            for h in candidates
+            if h.metadata.get("external") or h.id in current
+        ]
+        timings["hydrate"] = _ms(t)
+
+        if plan.refine != "off" and self.refiner is not None:
+            t = time.perf_counter()
+            remaining = deadline - time.perf_counter()
+            try:
+                hits = await asyncio.wait_for(
+                    self.refiner.refine(text, hits, plan), timeout=max(remaining, 0.001)
+                )
+            except Exception:
+                degraded.append("refiner")
+            timings["refine"] = _ms(t)
+        timings["total"] = _ms(started)
+        return SearchOutcome(
+            classification=classification,
+            plan=plan,
+            hits=hits[: plan.top_k],
+            degraded=degraded,
+            timings_ms=timings,
+        )
+
+
+class PlanFn(Protocol):
+    def __call__(
+        self,
+        classification: Classification,
+        *,
+        profile: Profile | None,
+        top_k: int,
+        hierarchical: bool | None,
+    ) -> RetrievalPlan: ...
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 2)
+
+
+async def _timed(call: Awaitable[RankedLists]) -> tuple[RankedLists, float]:
+    started = time.perf_counter()
+    result = await call
+    return result, _ms(started)
+
+
+async def _gather(
+    calls: Mapping[str, Awaitable[RankedLists]],
+    deadline: float,
+    degraded: list[str],
+    timings: dict[str, float],
+) -> RankedLists:
+    """Run retrievers concurrently until the deadline; late or failed ones go to `degraded`."""
+    tasks = {name: asyncio.ensure_future(_timed(call)) for name, call in calls.items()}
+    remaining = max(deadline - time.perf_counter(), 0.001)
+    _, pending = await asyncio.wait(list(tasks.values()), timeout=remaining)
+    for task in pending:
+        task.cancel()
+    lists: RankedLists = {}
+    for name, task in tasks.items():
+        if task in pending or task.exception() is not None:
+            degraded.append(name)
+            continue
+        result, ms = task.result()
+        lists.update(result)
+        timings[name] = ms
+    return lists
+
+
+def _seeds(lists: RankedLists, plan: RetrievalPlan, n: int = 8) -> tuple[Hit, ...]:
+    """Top vector hits (dense first, then sparse) that seed graph expansion, deduplicated."""
+    seen: set[str] = set()
+    seeds: list[Hit] = []
+    for name in ("dense", "sparse"):
+        for hit in lists.get(name, []):
+            if hit.id not in seen:
+                seen.add(hit.id)
+                seeds.append(hit)
+            if len(seeds) >= n:
+                return tuple(seeds)
+    return tuple(seeds)
+
+
+def _merge(fused: Hit, current: Hit) -> Hit:
+    """Fused score, retrievers and paths over the stored payload (text, source, section)."""
+    return replace(current, score=fused.score, retrievers=fused.retrievers, paths=fused.paths)

@@ -1,0 +1,174 @@
+"""What the HTTP routes call: validation, the search pipeline, context and statements.
+
+Validation happens here, once, with limits from settings, so that every entry point (HTTP, the
+evaluator, tests) rejects the same bad input with the same message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Protocol
+
+from rayweave.cluster.errors import NotFoundError, QueryError
+from rayweave.cluster.settings import ServeSettings
+from rayweave.cluster.types import Hit, Level
+from rayweave.models.protocols import ChatModel
+from rayweave.serve.context import assemble_context
+from rayweave.serve.schemas import (
+    AnswerResponse,
+    ResultItem,
+    SearchRequest,
+    SearchResponse,
+    StatementGroup,
+)
+from rayweave.serve.search import SearchPipeline
+
+
+class DocumentReader(Protocol):
+    async def document(self, doc_id: str) -> list[Hit]:
+        """All visible chunks of a document, in level and reading order."""
+
+
+class ConversationStore(Protocol):
+    async def add_message(
+        self,
+        conversation_id: str,
+        *,
+        role: str,
+        content: str,
+        user_id: str | None,
+        document_ids: Sequence[str],
+    ) -> str:
+        """Store a message (PART_OF, CREATED, MENTIONS, REFERENCES); returns its id."""
+
+
+def validate_query(text: str, limits: ServeSettings) -> str:
+    cleaned = text.replace("\x00", "").strip()
+    if not cleaned:
+        raise QueryError("query is empty: send a question or search text")
+    if len(cleaned) > limits.max_query_chars:
+        raise QueryError(
+            f"query has {len(cleaned)} characters; the limit is {limits.max_query_chars}"
+        )
+    return cleaned
+
+
+def validate_top_k(top_k: int | None, limits: ServeSettings) -> int:
+    value = limits.default_top_k if top_k is None else top_k
+    if not 1 <= value <= limits.max_top_k:
+        raise QueryError(f"top_k must be between 1 and {limits.max_top_k}, got {value}")
+    return value
+
+
+def group_statements(hits: Sequence[Hit], *, max_per_topic: int = 10) -> list[StatementGroup]:
+    """graphrag-toolkit's result shape: statements grouped by (source, topic), best group first."""
+    groups: dict[tuple[str, str], StatementGroup] = {}
+    for h in hits:
+        if h.level is Level.DOCUMENT:
+            continue
+        topic = h.section_path[-1] if h.section_path else h.title
+        key = (h.source, topic)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = StatementGroup(
+                source=h.source, topic=topic, statements=[], score=h.score
+            )
+        if len(group.statements) < max_per_topic and h.text not in group.statements:
+            group.statements.append(h.text)
+        group.score = max(group.score, h.score)
+    return sorted(groups.values(), key=lambda g: -g.score)
+
+
+class SearchService:
+    def __init__(
+        self,
+        *,
+        settings: ServeSettings,
+        pipeline: SearchPipeline,
+        documents: DocumentReader,
+        conversations: ConversationStore | None = None,
+        chat: ChatModel | None = None,
+    ) -> None:
+        self.settings = settings
+        self.pipeline = pipeline
+        self.documents = documents
+        self.conversations = conversations
+        self.chat = chat
+
+    async def search(self, request: SearchRequest) -> SearchResponse:
+        text = validate_query(request.query, self.settings)
+        top_k = validate_top_k(request.top_k, self.settings)
+        filters = request.filters.model_dump(exclude_none=True) if request.filters else {}
+        outcome = await self.pipeline.search(
+            text,
+            top_k=top_k,
+            profile=request.profile,
+            query_type=request.query_type,
+            filters=filters,
+            level=request.level,
+            hierarchical=request.hierarchical,
+            conversation_id=request.conversation_id,
+            user_id=request.user_id,
+        )
+        context = (
+            assemble_context(outcome.hits, max_tokens=request.context_max_tokens)
+            if request.include_context
+            else None
+        )
+        return SearchResponse(
+            query=text,
+            query_type=outcome.classification.query_type,
+            content_scope=outcome.classification.scope,
+            profile=outcome.plan.profile,
+            results=[ResultItem.of(h) for h in outcome.hits],
+            context=context,
+            statements=group_statements(outcome.hits) if request.include_statements else None,
+            degraded=outcome.degraded,
+            timings_ms=outcome.timings_ms,
+        )
+
+    async def answer(self, request: SearchRequest) -> AnswerResponse:
+        found = await self.search(request.model_copy(update={"include_context": True}))
+        answer = None
+        if self.chat is not None and found.context is not None and found.results:
+            messages = [
+                {
+                    "role": "system",
+                    "content": "Answer the question using only the context. Cite the section headings you use. "
+                    "If the context does not contain the answer, say so.",
+                },
+                {
+                    "role": "user",
+                    "content": f"Context:\n{found.context.text}\n\nQuestion: {found.query}",
+                },
+            ]
+            answer = await asyncio.to_thread(self.chat.complete, messages, max_tokens=384)
+        return AnswerResponse(**found.model_dump(), answer=answer)
+
+    async def document(self, doc_id: str) -> list[ResultItem]:
+        chunks = await self.documents.document(doc_id)
+        if not chunks:
+            raise NotFoundError(f"document {doc_id!r} not found")
+        return [ResultItem.of(h) for h in chunks]
+
+    async def add_message(
+        self,
+        conversation_id: str,
+        *,
+        role: str,
+        content: str,
+        user_id: str | None,
+        document_ids: Sequence[str],
+    ) -> str:
+        if self.conversations is None:
+            raise NotFoundError("conversations need the graph store, which is not configured")
+        if not content.strip():
+            raise QueryError("message content is empty")
+        if len(content) > self.settings.max_query_chars * 4:
+            raise QueryError(
+                f"message has {len(content)} characters; the limit is {self.settings.max_query_chars * 4}"
+            )
+        return await self.conversations.add_message(
+            conversation_id, role=role, content=content, user_id=user_id, document_ids=document_ids
+        )

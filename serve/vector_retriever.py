@@ -1,0 +1,199 @@
+"""Vector retrieval over the one collection that holds every chunk level.
+
+Flat mode searches dense and sparse vectors separately (so that fusion can weight them per
+profile). Hierarchical mode follows seed 002: documents (their summaries) narrow the sections
+searched, and sections narrow the propositions; a chunk's score adds a decayed share of its
+ancestors' scores, so a precise proposition inside a relevant section of a relevant document wins.
+
+Only `visible` points are ever returned: the ingest writer flips that flag once a whole
+document is in both stores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from rayweave.cluster.settings import RetrievalSettings, Settings
+from rayweave.cluster.types import Hit, Level, SparseVector
+from rayweave.cluster.vector_store import ScoredPoint, VectorQuery, VectorStore
+from rayweave.models.protocols import DenseEncoder, SparseEncoder
+from rayweave.serve.search import RankedLists, RetrievalQuery
+
+HIERARCHY_DECAY = 0.5
+
+
+def hit_from_point(point: ScoredPoint, retriever: str) -> Hit:
+    p = point.payload
+    return Hit(
+        id=point.id,
+        doc_id=str(p.get("doc_id", "")),
+        text=str(p.get("text", "")),
+        score=float(point.score),
+        level=str(p.get("level", Level.PROPOSITION.value)),
+        source=str(p.get("source", "")),
+        title=str(p.get("title", "")),
+        section_path=tuple(p.get("section_path") or ()),
+        retrievers=(retriever,) if retriever else (),
+        metadata={
+            k: p.get(k)
+            for k in ("parent_id", "position", "content_type", "language", "prev_id", "next_id")
+            if p.get(k) is not None
+        },
+    )
+
+
+def diversify(hits: Sequence[Hit], limit: int) -> list[Hit]:
+    """graphrag-toolkit's vss_diversity_factor: take the best hit of each unseen source first,
+    then fill up with the rest in rank order."""
+    seen: set[str] = set()
+    first, rest = [], []
+    for h in hits:
+        (rest if h.source in seen else first).append(h)
+        seen.add(h.source)
+    return (first + rest)[:limit]
+
+
+def _filter(query: RetrievalQuery, **extra: object) -> dict[str, Any]:
+    flt: dict[str, Any] = {"visible": True}
+    flt.update({k: v for k, v in query.filters.items() if v})
+    if query.level and query.level != "any":
+        flt["level"] = query.level
+    flt.update(extra)
+    return flt
+
+
+class VectorSearch:
+    def __init__(
+        self,
+        *,
+        store: VectorStore,
+        dense: DenseEncoder,
+        sparse: SparseEncoder | None,
+        settings: RetrievalSettings,
+    ) -> None:
+        self.store = store
+        self.dense = dense
+        self.sparse = sparse
+        self.settings = settings
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, *, shared: bool, collection: str | None = None
+    ) -> VectorSearch:
+        from rayweave.cluster.vector_service import connect_vector_store
+        from rayweave.models.factory import build_dense_encoder, build_sparse_encoder
+
+        store = connect_vector_store(
+            settings.qdrant,
+            path=settings.vector_path,
+            collection=collection or settings.qdrant.collection,
+            namespace=settings.ray.namespace,
+            shared=shared,
+        )
+        return cls(
+            store=store,
+            dense=build_dense_encoder(settings.models),
+            sparse=build_sparse_encoder(settings.models),
+            settings=settings.serve.retrieval,
+        )
+
+    def _encode(self, text: str, sparse: bool) -> tuple[np.ndarray, SparseVector | None]:
+        vec = self.dense.encode([text], kind="query")[0]
+        sp = (
+            self.sparse.encode([text], kind="query")[0]
+            if sparse and self.sparse is not None
+            else None
+        )
+        return vec, sp
+
+    async def retrieve(self, query: RetrievalQuery) -> RankedLists:
+        plan = query.plan
+        vec, sp = await asyncio.to_thread(self._encode, query.text, plan.sparse)
+        if plan.hierarchical:
+            return {"hierarchical": await asyncio.to_thread(self._hierarchical, query, vec, sp)}
+        return await asyncio.to_thread(self._flat, query, vec, sp)
+
+    def _flat(self, query: RetrievalQuery, vec: np.ndarray, sp: SparseVector | None) -> RankedLists:
+        plan = query.plan
+        limit = plan.candidates * self.settings.diversity_factor
+        flt = _filter(query)
+        names, requests = [], []
+        if plan.dense:
+            names.append("dense")
+            requests.append(VectorQuery(mode="dense", dense=vec, limit=limit, filter=flt))
+        if plan.sparse and sp is not None and sp.indices:
+            names.append("sparse")
+            requests.append(VectorQuery(mode="sparse", sparse=sp, limit=limit, filter=flt))
+        results = self.store.query_batch(requests) if requests else []
+        lists: RankedLists = {}
+        for name, points in zip(names, results, strict=True):
+            hits = [hit_from_point(p, name) for p in points]
+            lists[name] = (
+                diversify(hits, plan.candidates) if self.settings.diversity_factor > 1 else hits
+            )
+        return lists
+
+    def _hierarchical(
+        self, query: RetrievalQuery, vec: np.ndarray, sp: SparseVector | None
+    ) -> list[Hit]:
+        plan = query.plan
+        mode = "hybrid" if sp is not None and sp.indices else "dense"
+
+        def search(limit: int, **extra: object) -> list[ScoredPoint]:
+            return self.store.query(
+                VectorQuery(
+                    mode=mode, dense=vec, sparse=sp, limit=limit, filter=_filter(query, **extra)
+                )
+            )
+
+        docs = search(max(10, plan.top_k), level=Level.DOCUMENT.value)
+        if not docs:
+            return []
+        doc_score = {str(p.payload["doc_id"]): p.score for p in docs}
+        sections = search(plan.candidates, level=Level.SECTION.value, doc_id=list(doc_score))
+        section_score = {
+            p.id: p.score + HIERARCHY_DECAY * doc_score.get(str(p.payload["doc_id"]), 0.0)
+            for p in sections
+        }
+        props = (
+            search(plan.candidates, level=Level.PROPOSITION.value, parent_id=list(section_score))
+            if section_score
+            else []
+        )
+        scored: dict[str, tuple[float, ScoredPoint]] = {}
+        for p in sections:
+            scored[p.id] = (section_score[p.id], p)
+        for p in props:
+            parent = section_score.get(str(p.payload.get("parent_id")), 0.0)
+            scored[p.id] = (p.score + HIERARCHY_DECAY * parent, p)
+        ranked = sorted(scored.values(), key=lambda t: -t[0])[: plan.candidates]
+        return [replace(hit_from_point(p, "hierarchical"), score=s) for s, p in ranked]
+
+    async def hydrate(self, ids: Sequence[str]) -> dict[str, Hit]:
+        if not ids:
+            return {}
+        points = await asyncio.to_thread(self.store.retrieve, list(ids))
+        return {p.id: hit_from_point(p, "") for p in points if p.payload.get("visible") is True}
+
+    async def document(self, doc_id: str) -> list[Hit]:
+        """Every visible chunk of a document: summary, then sections and propositions in reading order."""
+
+        def scan() -> list[Hit]:
+            hits: list[Hit] = []
+            offset: str | None = None
+            while True:
+                points, offset = self.store.scroll(
+                    filter={"doc_id": doc_id, "visible": True}, limit=512, offset=offset
+                )
+                hits.extend(hit_from_point(p, "") for p in points)
+                if offset is None:
+                    break
+            order = {Level.DOCUMENT: 0, Level.SECTION: 1, Level.PROPOSITION: 2}
+            return sorted(hits, key=lambda h: (order[h.level], int(h.metadata.get("position", 0))))
+
+        return await asyncio.to_thread(scan)

@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import pytest
+
+from rayweave.cluster.types import GraphPath, Hit
+from rayweave.serve.fusion import aggregate, fuse, reciprocal_rank_fusion, weighted_score_fusion
+
+
+def h(i: str, score: float = 1.0, doc: str | None = None, **kw: object) -> Hit:
+    return Hit(id=i, doc_id=doc or i, text=i, score=score, **kw)  # type: ignore[arg-type]
+
+
+class TestReciprocalRankFusion:
+    def test_scores_follow_the_formula(self) -> None:
+        fused = reciprocal_rank_fusion({"a": [h("x"), h("y")], "b": [h("y"), h("z")]}, k=60)
+        scores = {f.id: f.score for f in fused}
+        assert scores["y"] == pytest.approx(1 / 62 + 1 / 61)
+        assert scores["x"] == pytest.approx(1 / 61)
+        assert scores["z"] == pytest.approx(1 / 62)
+        assert [f.id for f in fused] == ["y", "x", "z"]
+
+    def test_weights_let_a_strong_list_dominate(self) -> None:
+        lists = {"dense": [h("d1"), h("d2")], "sparse": [h("s1"), h("d2")]}
+        equal = {f.id: f.score for f in reciprocal_rank_fusion(lists)}
+        weighted = reciprocal_rank_fusion(lists, weights={"dense": 1.0, "sparse": 0.2})
+        assert equal["s1"] == pytest.approx(equal["d1"])  # equal weights: a lexical-only hit ties
+        assert [f.id for f in weighted] == ["d2", "d1", "s1"]
+        assert weighted[2].score == pytest.approx(0.2 / 61)
+
+    def test_records_which_retrievers_found_each_hit_and_merges_paths(self) -> None:
+        p1 = GraphPath(nodes=("q", "e", "x"), relationships=("MENTIONS", "EXPLAINS"))
+        fused = reciprocal_rank_fusion({"dense": [h("x")], "graph": [h("x", paths=(p1,))]})
+        assert fused[0].retrievers == ("dense", "graph")
+        assert fused[0].paths == (p1,)
+
+    def test_duplicates_within_a_list_count_once_at_their_best_rank(self) -> None:
+        fused = reciprocal_rank_fusion({"a": [h("x"), h("x"), h("y")]}, k=0)
+        assert {f.id: f.score for f in fused} == {"x": 1.0, "y": 0.5}
+
+    def test_empty_lists_and_bad_k(self) -> None:
+        assert reciprocal_rank_fusion({"a": []}) == []
+        with pytest.raises(ValueError, match="k must be"):
+            reciprocal_rank_fusion({"a": [h("x")]}, k=-1)
+
+
+class TestWeightedScoreFusion:
+    def test_min_max_normalises_each_list(self) -> None:
+        fused = weighted_score_fusion(
+            {"a": [h("x", 10), h("y", 0)], "b": [h("y", 0.9), h("x", 0.1)]}
+        )
+        scores = {f.id: f.score for f in fused}
+        assert scores == {"x": pytest.approx(1.0), "y": pytest.approx(1.0)}
+
+    def test_constant_list_counts_one_per_hit(self) -> None:
+        assert weighted_score_fusion({"a": [h("x", 3), h("y", 3)]})[0].score == pytest.approx(1.0)
+
+    def test_unknown_method_names_the_valid_ones(self) -> None:
+        with pytest.raises(ValueError, match="'rrf', 'weighted'"):
+            fuse({}, method="borda")  # type: ignore[arg-type]
+
+
+class TestAggregate:
+    def test_one_hit_per_document_with_decayed_support(self) -> None:
+        hits = [h("c1", 1.0, doc="A"), h("c2", 0.9, doc="B"), h("c3", 0.5, doc="A")]
+        out = aggregate(hits, decay=0.5)
+        assert [x.doc_id for x in out] == ["A", "B"]
+        assert out[0].score == pytest.approx(1.25)
+        assert out[0].id == "c1"  # the best chunk represents its document

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import pytest
+
+from rayweave.cluster.settings import RetrievalSettings
+from rayweave.serve.planning import make_plan
+from rayweave.serve.schemas import ContentScope, Profile, QueryType
+from rayweave.serve.search import Classification
+
+DOCS = Classification(query_type=QueryType.WHAT_IS, scope=ContentScope.DOCS)
+CODE = Classification(query_type=QueryType.CODE, scope=ContentScope.CODE)
+
+
+@pytest.mark.parametrize(
+    ("profile", "dense", "sparse", "graph", "refine"),
+    [
+        (Profile.DENSE, True, False, False, "off"),
+        (Profile.SPARSE, False, True, False, "off"),
+        (Profile.HYBRID, True, True, False, "off"),
+        (Profile.GRAPH, True, True, True, "off"),
+        (Profile.FULL, True, True, True, "tfidf"),
+    ],
+)
+def test_profiles_select_retrievers(
+    profile: Profile, dense: bool, sparse: bool, graph: bool, refine: str
+) -> None:
+    plan = make_plan(
+        DOCS, profile=profile, top_k=10, hierarchical=None, settings=RetrievalSettings()
+    )
+    assert (plan.dense, plan.sparse, plan.graph, plan.refine) == (dense, sparse, graph, refine)
+
+
+def test_default_profile_and_hierarchy_come_from_settings() -> None:
+    settings = RetrievalSettings(default_profile="hybrid", hierarchical=True)
+    plan = make_plan(DOCS, profile=None, top_k=5, hierarchical=None, settings=settings)
+    assert plan.profile is Profile.HYBRID
+    assert plan.hierarchical is True
+    assert (
+        make_plan(DOCS, profile=None, top_k=5, hierarchical=False, settings=settings).hierarchical
+        is False
+    )
+
+
+def test_code_queries_weigh_the_lexical_list_down() -> None:
+    docs = make_plan(DOCS, profile=None, top_k=10, hierarchical=None, settings=RetrievalSettings())
+    code = make_plan(CODE, profile=None, top_k=10, hierarchical=None, settings=RetrievalSettings())
+    assert code.weights["sparse"] < docs.weights["sparse"] <= docs.weights["dense"]
+
+
+def test_candidates_never_fewer_than_top_k() -> None:
+    plan = make_plan(
+        DOCS, profile=None, top_k=80, hierarchical=None, settings=RetrievalSettings(candidates=50)
+    )
+    assert plan.candidates == 80
