@@ -40,8 +40,10 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
+
 from rayweave.cluster.errors import SourceError
 from rayweave.cluster.settings import IngestSettings
 from rayweave.cluster.types import Chunk, ContentType, Document, Level, content_hash, stable_id
@@ -972,24 +974,36 @@ def _embed_text(
 
 
 def _image(doc: Document) -> ChunkedDocument:
-    description = (doc.text or doc.title).strip() or doc.source
-    chunk = Chunk(
-        id=stable_id(doc.id, Level.DOCUMENT.value, 0, doc.content_hash or content_hash(doc.source)),
-        doc_id=doc.id,
-        level=Level.DOCUMENT,
-        text=description,
-        title=doc.title,
-        source=doc.source,
-        content_type=ContentType.IMAGE,
-        language=doc.language,
-        keywords=extract_keywords(description, top_k=5),
-    )
+    """A summary plus one section that stands for the image itself.
+
+    The section carries the image (its `source` is the image file, `content_type` IMAGE) for the
+    CLIP encoder; its text, the caption from the file name, feeds the text encoders. Every
+    document thus has the same shape: one summary with at least one section.
+    """
+    caption = (doc.text or doc.title).strip() or Path(doc.source).stem
+    keywords = extract_keywords(caption, top_k=5)
+    digest = doc.content_hash or content_hash(doc.source)
+    summary_id = stable_id(doc.id, Level.DOCUMENT.value, 0, digest)
+    image_id = stable_id(doc.id, Level.SECTION.value, 0, digest)
+    common = {
+        "doc_id": doc.id,
+        "text": caption,
+        "title": doc.title,
+        "source": doc.source,
+        "content_type": ContentType.IMAGE,
+        "language": doc.language,
+        "start_char": 0,
+        "end_char": len(caption),
+        "keywords": keywords,
+    }
+    summary = Chunk(id=summary_id, level=Level.DOCUMENT, children_ids=(image_id,), **common)
+    image = Chunk(id=image_id, level=Level.SECTION, parent_id=summary_id, **common)
     return ChunkedDocument(
         doc_id=doc.id,
         source=doc.source,
-        text=description,
-        chunks=(chunk,),
-        embed_texts=(description,),
+        text=caption,
+        chunks=(summary, image),
+        embed_texts=(caption, caption),
     )
 
 

@@ -1784,15 +1784,20 @@ def split_code(
     return _line_units(a, b, ctx, (), "block", "", "")
 
 
-def code_embed_text(unit: CodeUnit, *, title: str = "") -> str:
-    """What a dense encoder should see for a code unit: words first, then the code.
+def code_embed_text(unit: CodeUnit | str, language: str | None = None, *, title: str = "") -> str:
+    """What a dense encoder may see for code: words first, then the code.
 
     A header in plain words (language, kind, split names of the unit and its parents), the
     docstring, then the code with identifiers split into words. The raw code stays the stored
-    text; this only feeds the encoder.
+    text; this only feeds the encoder. Accepts a `CodeUnit` or raw code (plus its language),
+    which is parsed for the header. Whether this beats raw code depends on the encoder: on
+    CoSQA, all-MiniLM-L6-v2 scored MRR@10 0.507 with it and 0.534 on raw code, which is why
+    `IngestSettings.code_embed` defaults to "raw".
     """
+    if isinstance(unit, str):
+        unit = _unit_for(unit, language)
     parts = []
-    head = [unit.language]
+    head = [unit.language] if unit.language else []
     if unit.kind in ("class", "function", "part", "definition") and unit.name:
         head.append({"part": "part of"}.get(unit.kind, unit.kind))
         head.append(identifier_words(unit.name))
@@ -1800,7 +1805,8 @@ def code_embed_text(unit: CodeUnit, *, title: str = "") -> str:
         head.append("in " + identifier_words(" ".join(unit.path[:-1])))
     if title:
         head.append(f"({title})")
-    parts.append(" ".join(head))
+    if head:
+        parts.append(" ".join(head))
     if unit.docstring:
         doc = " ".join(unit.docstring.split())
         parts.append(doc[:400])
@@ -1808,3 +1814,16 @@ def code_embed_text(unit: CodeUnit, *, title: str = "") -> str:
         parts.append(identifier_words(unit.context))
     parts.append(identifier_words(unit.text))
     return "\n".join(parts)
+
+
+def _unit_for(code: str, language: str | None) -> CodeUnit:
+    """One unit spanning `code`, named after its first definition (for embed-text headers)."""
+    units = split_code(code, language, count_tokens=lambda texts: [0] * len(texts), max_tokens=8)
+    named = next((u for u in units if u.name), None)
+    lang = normalize_language(language)
+    if named is None:
+        return CodeUnit(
+            kind="block", name="", path=(), language=lang, start=0, end=len(code), text=code
+        )
+    kind = named.kind if len(units) == 1 else "block"
+    return replace(named, kind=kind, start=0, end=len(code), text=code, language=lang)

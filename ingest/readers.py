@@ -20,10 +20,10 @@ import json
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from rayweave.cluster.errors import SourceError
 from rayweave.cluster.settings import IngestSettings
@@ -364,7 +364,7 @@ def read_document(
 
     resolved = os.path.realpath(path)
     base = {
-        "id": stable_id("file", resolved),
+        "id": document_id_for(resolved),
         "source": resolved,
         "content_hash": content_hash(data),
         "metadata": {"path": file.relative, "bytes": len(data)},
@@ -422,6 +422,19 @@ def _check_notebook(text: str, path: str) -> None:
         ) from exc
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise SourceError(f"{path}: not a Jupyter notebook (no 'cells' list)", path=path)
+
+
+def discover_files(
+    paths: Sequence[str | os.PathLike[str]], settings: IngestSettings
+) -> tuple[list[Path], list[ReadError]]:
+    """`discover` for pipelines that ship plain paths to read tasks: (files, problems found)."""
+    found = discover(paths, settings)
+    return [Path(f.path) for f in found.files], list(found.errors)
+
+
+def document_id_for(path: str | os.PathLike[str]) -> str:
+    """The id `read_document` gives the file at `path` (also for a file already deleted)."""
+    return stable_id("file", os.path.realpath(os.fspath(path)))
 
 
 def read_documents(paths: Sequence[str | os.PathLike[str]], settings: IngestSettings) -> ReadResult:
@@ -530,33 +543,47 @@ def _beir_record(line: str, source: str, lineno: int, seen: set[str]) -> Documen
         raise SourceError(
             f"{where}: invalid JSON: {exc.msg} at column {exc.colno}", path=source
         ) from exc
-    if not isinstance(row, dict):
+    doc = beir_record_to_document(row, source=source, line=lineno)
+    if doc.id in seen:
+        raise SourceError(f"{where}: duplicate _id {doc.id!r}", path=source)
+    seen.add(doc.id)
+    return doc
+
+
+def beir_record_to_document(
+    row: Mapping[str, Any], *, source: str | None = None, line: int | None = None
+) -> Document:
+    """One BEIR corpus record (`_id`, `title`, `text`) as a `Document` with `id` = `_id`.
+
+    The content type is sniffed from the text (CoSQA records are bare Python functions with
+    empty titles: CODE/python, titled by the function name). A bad record raises `SourceError`
+    naming the source and line when given.
+    """
+    where = f"{source}:{line}" if source and line is not None else (source or "BEIR record")
+    if not isinstance(row, Mapping):
         raise SourceError(f"{where}: record is not a JSON object", path=source)
     doc_id = row.get("_id")
     if not isinstance(doc_id, str | int) or str(doc_id) == "":
         raise SourceError(f"{where}: missing or invalid '_id'", path=source)
     doc_id = str(doc_id)
-    if doc_id in seen:
-        raise SourceError(f"{where}: duplicate _id {doc_id!r}", path=source)
     text = row.get("text")
     title = row.get("title") or ""
     if not isinstance(text, str) or not isinstance(title, str):
         raise SourceError(f"{where}: 'text' and 'title' must be strings", path=source)
     if not text.strip():
         raise SourceError(f"{where}: empty text for _id {doc_id!r}", path=source)
-    seen.add(doc_id)
     detected = sniff_text(text)
     if not title and detected.content_type == ContentType.CODE:
         title = _first_definition(text)
     return Document(
         id=doc_id,
-        source=f"{source}#{doc_id}",
+        source=f"{source}#{doc_id}" if source else doc_id,
         title=title,
         content_type=detected.content_type,
         text=text,
         language=detected.language,
         content_hash=content_hash(f"{title}\x1f{text}"),
-        metadata={"corpus": Path(source).parent.name, "line": lineno},
+        metadata={"corpus": Path(source).parent.name, "line": line} if source else {},
     )
 
 

@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+
 from rayweave.cluster.settings import IngestSettings
 from rayweave.ingest.tokens import TokenizerCounter, WordPieceEstimate
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from rayweave.cluster.errors import SourceError
 from rayweave.cluster.settings import IngestSettings
 from rayweave.cluster.types import Chunk, ContentType, Document, Level
@@ -331,11 +332,14 @@ class TestContentTypes:
             language="png",
         )
         cd = chunk_document(doc, tokens=ESTIMATE, settings=settings)
-        (chunk,) = cd.chunks
-        assert chunk.content_type == ContentType.IMAGE
-        assert chunk.source == "/c/queue_diagram.png"
-        assert chunk.level == Level.DOCUMENT
-        assert cd.embed_texts == ("queue diagram",)
+        summary, image = cd.chunks
+        assert summary.level == Level.DOCUMENT
+        assert summary.children_ids == (image.id,)
+        assert image.level == Level.SECTION
+        assert image.parent_id == summary.id
+        assert image.content_type == ContentType.IMAGE
+        assert image.source == "/c/queue_diagram.png"
+        assert cd.embed_texts == ("queue diagram", "queue diagram")
 
     def test_empty_documents(self, settings: IngestSettings) -> None:
         with pytest.raises(SourceError, match="empty document") as info:

@@ -6,6 +6,7 @@ import re
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from rayweave.ingest.code import (
     CodeUnit,
     code_embed_text,

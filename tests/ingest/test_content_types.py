@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from rayweave.cluster.types import ContentType
 from rayweave.ingest.content_types import Detected, from_extension, image_format, sniff_text
 

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
 from rayweave.cluster.errors import SourceError
 from rayweave.cluster.settings import IngestSettings
 from rayweave.cluster.types import ContentType, content_hash, stable_id

@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from rayweave.cluster.settings import IngestSettings
 from rayweave.cluster.types import ContentType, Document
 from rayweave.ingest.chunking import ChunkedDocument, chunk_documents

@@ -5,6 +5,7 @@ import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rayweave.ingest.sentences import is_dangling, split_sentences
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from rayweave.cluster.errors import SourceError
 from rayweave.ingest.structure import (
     html_to_markdown,

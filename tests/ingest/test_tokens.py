@@ -5,6 +5,7 @@ import pickle
 from pathlib import Path
 
 import pytest
+
 from rayweave.cluster.errors import ModelError
 from rayweave.ingest.tokens import TokenizerCounter, WordPieceEstimate, model_folder
 
