@@ -107,7 +107,9 @@ def subset(ds: BeirDataset, limit: int | None) -> BeirDataset:
     )
 
 
-def dense_ndcg(ds: BeirDataset, doc_vecs: np.ndarray, query_vecs: np.ndarray, *, k: int = 10) -> float:
+def dense_ndcg(
+    ds: BeirDataset, doc_vecs: np.ndarray, query_vecs: np.ndarray, *, k: int = 10
+) -> float:
     """nDCG@k of exact inner-product search (vectors are unit length: cosine)."""
     doc_ids = list(ds.corpus)
     scores = query_vecs @ doc_vecs.T
@@ -183,7 +185,9 @@ _CPU_VARIANTS = (
 )
 
 
-def _dense_rows(settings: Settings, ds: BeirDataset, *, say: Callable[[str], None]) -> list[BenchRow]:
+def _dense_rows(
+    settings: Settings, ds: BeirDataset, *, say: Callable[[str], None]
+) -> list[BenchRow]:
     from sentence_transformers import SentenceTransformer
 
     from rayweave.models.dense import load_sentence_transformer
@@ -202,7 +206,9 @@ def _dense_rows(settings: Settings, ds: BeirDataset, *, say: Callable[[str], Non
     plain = SentenceTransformer(location, device="cpu")
     plain.max_seq_length = max_length
     plain.encode(texts[:_PLAIN_BATCH], batch_size=_PLAIN_BATCH)  # warm-up
-    vecs, secs = _timed(lambda: plain.encode(texts, batch_size=_PLAIN_BATCH, normalize_embeddings=True))
+    vecs, secs = _timed(
+        lambda: plain.encode(texts, batch_size=_PLAIN_BATCH, normalize_embeddings=True)
+    )
     qv = plain.encode(queries, batch_size=_PLAIN_BATCH, normalize_embeddings=True)
     rows.append(
         BenchRow(
@@ -274,7 +280,9 @@ class _PlainSplade:
         return out
 
 
-def _sparse_rows(settings: Settings, ds: BeirDataset, *, say: Callable[[str], None]) -> list[BenchRow]:
+def _sparse_rows(
+    settings: Settings, ds: BeirDataset, *, say: Callable[[str], None]
+) -> list[BenchRow]:
     from rayweave.models.sparse import Bm25Encoder, load_splade
 
     texts = [d.full_text() for d in ds.corpus.values()]
@@ -442,9 +450,15 @@ def bge_m3_throughput_rows(
     base = RunOptions.from_settings(settings.models)
     precision = "fp16" if device.startswith("cuda") else "fp32"
     options = dataclasses.replace(
-        base, plan=plan_execution(device="cuda" if device.startswith("cuda") else "cpu", precision=precision), max_tokens=max_length
+        base,
+        plan=plan_execution(
+            device="cuda" if device.startswith("cuda") else "cpu", precision=precision
+        ),
+        max_tokens=max_length,
     )
-    encoder = bge_m3_from_core(copy.deepcopy(core), tokenizer, name="bge-m3-random", options=options)
+    encoder = bge_m3_from_core(
+        copy.deepcopy(core), tokenizer, name="bge-m3-random", options=options
+    )
     for label, fn in (
         (f"rayweave {precision} dense", lambda: encoder.encode(texts)),
         (f"rayweave {precision} dense+sparse+colbert", lambda: encoder.encode_all(texts)),
@@ -476,7 +490,12 @@ def add_ratios(rows: Sequence[BenchRow]) -> list[BenchRow]:
     out: list[BenchRow] = []
     for row in rows:
         base = next(
-            (b for b in rows if b.baseline and b.section == row.section and b.dataset == row.dataset), None
+            (
+                b
+                for b in rows
+                if b.baseline and b.section == row.section and b.dataset == row.dataset
+            ),
+            None,
         )
         if base is None:
             out.append(row)
@@ -501,13 +520,30 @@ def render_table(rows: Sequence[BenchRow]) -> Any:
     from rich.table import Table
 
     table = Table(title="rayweave bench models (ratios against the baseline row of each block)")
-    for col in ("section", "data set", "model", "variant", "texts/s", "tokens/s", "x base", "nDCG@10", "vs base"):
-        table.add_column(col, justify="right" if col in ("texts/s", "tokens/s", "x base", "nDCG@10", "vs base") else "left")
+    for col in (
+        "section",
+        "data set",
+        "model",
+        "variant",
+        "texts/s",
+        "tokens/s",
+        "x base",
+        "nDCG@10",
+        "vs base",
+    ):
+        table.add_column(
+            col,
+            justify="right"
+            if col in ("texts/s", "tokens/s", "x base", "nDCG@10", "vs base")
+            else "left",
+        )
     for r in rows:
         table.add_row(
             r.section,
             r.dataset,
-            Path(r.model).name if "/" in r.model and not r.model.startswith("package:") else r.model,
+            Path(r.model).name
+            if "/" in r.model and not r.model.startswith("package:")
+            else r.model,
             r.variant + (" (base)" if r.baseline else ""),
             f"{r.texts_per_s:.1f}",
             f"{r.tokens_per_s:.0f}",

@@ -28,12 +28,13 @@ from torch.nn import functional
 
 from rayweave.cluster.errors import ModelError
 from rayweave.cluster.types import SparseVector
-from rayweave.models.engine import TextEngine, check_texts, model_max_length
+from rayweave.models.engine import TextEngine, check_texts
 from rayweave.models.postprocess import token_weights_to_sparse
 from rayweave.models.precision import RunOptions
 from rayweave.models.protocols import TextKind
 from rayweave.models.resolve import resolve_model
 from rayweave.models.runtime import build_runner
+from rayweave.models.tokens import model_max_length
 
 log = logging.getLogger(__name__)
 
@@ -193,14 +194,14 @@ def _load_linear(path: Path, in_features: int) -> torch.nn.Linear:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
         weight = state["weight"]
-        layer = torch.nn.Linear(in_features, int(weight.shape[0]), bias="bias" in state)
-        layer.load_state_dict(state)
     except Exception as exc:
         raise ModelError(f"BGE-M3 head {path} is not an nn.Linear state dict: {exc}") from exc
-    if int(weight.shape[1]) != in_features:
+    if weight.ndim != 2 or int(weight.shape[1]) != in_features:
         raise ModelError(
-            f"BGE-M3 head {path} takes {weight.shape[1]} inputs, the encoder gives {in_features}"
+            f"BGE-M3 head {path} takes {weight.shape[-1]} inputs, the encoder gives {in_features}"
         )
+    layer = torch.nn.Linear(in_features, int(weight.shape[0]), bias="bias" in state)
+    layer.load_state_dict(state)
     return layer
 
 

@@ -15,12 +15,13 @@ import numpy as np
 import torch
 
 from rayweave.cluster.errors import ModelError
-from rayweave.models.engine import TextEngine, check_texts, example_features, model_max_length
+from rayweave.models.engine import TextEngine, check_texts, example_features
 from rayweave.models.postprocess import l2_normalize
 from rayweave.models.precision import RunOptions
 from rayweave.models.protocols import TextKind
 from rayweave.models.resolve import resolve_model
 from rayweave.models.runtime import build_runner
+from rayweave.models.tokens import model_max_length
 
 log = logging.getLogger(__name__)
 

@@ -17,9 +17,11 @@ import torch
 from rayweave.models.batching import pad_batch, plan_batches, round_up
 from rayweave.models.protocols import TextKind
 from rayweave.models.runtime import Runner
+from rayweave.models.tokens import TokenizerCounter
 
-# Tokenising a 5 MB text to keep its first 512 tokens wastes seconds; no token spans more than
-# this many characters in practice, so cutting here never changes the truncated result.
+# Tokenising a 5 MB text to keep its first 512 tokens wastes seconds. Texts are cut at this many
+# characters per allowed token first; real tokens are far shorter, so the truncated ids are the
+# same unless a text is mostly whitespace.
 _CHARS_PER_TOKEN_BOUND = 64
 
 
@@ -33,24 +35,6 @@ def check_texts(texts: Sequence[str], kind: str) -> None:
         raise TypeError("expected a sequence of texts, got one string; wrap it in a list")
     if kind not in TEXT_KINDS:
         raise ValueError(f"unknown text kind {kind!r}; valid: {', '.join(TEXT_KINDS)}")
-
-
-def model_max_length(tokenizer: Any, config: Any, *, cap: int) -> int:
-    """The smaller of `cap` and what the tokenizer and position table allow."""
-    limits = [cap]
-    tok_max = getattr(tokenizer, "model_max_length", None)
-    if isinstance(tok_max, int) and 0 < tok_max < 1_000_000:
-        limits.append(tok_max)
-    positions = getattr(config, "max_position_embeddings", None)
-    if isinstance(positions, int) and positions > 0:
-        # RoBERTa-family models reserve `pad_token_id + 1` positions before the first token.
-        offset = (
-            (getattr(config, "pad_token_id", 0) or 0) + 1
-            if "roberta" in getattr(config, "model_type", "")
-            else 0
-        )
-        limits.append(positions - offset)
-    return min(limits)
 
 
 def example_features(tokenizer: Any) -> dict[str, torch.Tensor]:
@@ -100,12 +84,12 @@ class TextEngine:
         self.pad_to_multiple_of = pad_to_multiple_of
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad) if pad is not None else 0
-        self.special_tokens = int(tokenizer.num_special_tokens_to_add(pair=False))
+        self.counter = TokenizerCounter(tokenizer, max_length=max_length)
 
     @property
     def max_content_tokens(self) -> int:
         """Tokens of text a single input may hold before truncation (specials excluded)."""
-        return self.max_length - self.special_tokens
+        return self.counter.max_tokens
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids with special tokens, truncated to `max_length`."""
@@ -125,17 +109,7 @@ class TextEngine:
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens per text as the model's tokenizer splits it: no special tokens, no truncation."""
-        if not texts:
-            return []
-        encoded = self.tokenizer(
-            list(texts),
-            add_special_tokens=False,
-            truncation=False,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-            verbose=False,
-        )
-        return [len(ids) for ids in encoded["input_ids"]]
+        return self.counter.count_tokens(texts)
 
     def run(self, texts: Sequence[str]) -> Iterator[EncodedBatch]:
         yield from self.run_ids(self.tokenize(texts))

@@ -17,12 +17,13 @@ import torch
 
 from rayweave.cluster.errors import ModelError
 from rayweave.cluster.types import SparseVector
-from rayweave.models.engine import TextEngine, check_texts, example_features, model_max_length
+from rayweave.models.engine import TextEngine, check_texts, example_features
 from rayweave.models.postprocess import row_to_sparse
 from rayweave.models.precision import RunOptions
 from rayweave.models.protocols import TextKind
 from rayweave.models.resolve import resolve_model
 from rayweave.models.runtime import build_runner
+from rayweave.models.tokens import model_max_length
 
 log = logging.getLogger(__name__)
 
