@@ -159,15 +159,84 @@ def _ndcg_from_scores(ds: BeirDataset, doc_ids: list[str], scores: np.ndarray, *
     return evaluate(run, ds.qrels, ks=(k,), metrics=("ndcg",))[f"ndcg@{k}"]
 
 
-def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
-    gc.collect()
-    start = time.perf_counter()
-    result = fn()
-    return result, time.perf_counter() - start
-
-
 # --------------------------------------------------------------------------------------------
-# Sections
+# Measurement
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Variant:
+    """One way of encoding: document and query functions, and whether it is the block's baseline."""
+
+    label: str
+    docs: Callable[[Sequence[str]], Any]
+    queries: Callable[[Sequence[str]], Any]
+    baseline: bool = False
+
+
+Scorer = Callable[[BeirDataset, Any, Any], float]
+
+
+def speed_sample(texts: Sequence[str], size: int) -> list[str]:
+    """A fixed random sample of the corpus (same for every variant and run)."""
+    if len(texts) <= size:
+        return list(texts)
+    rng = np.random.default_rng(0)
+    return [texts[i] for i in sorted(rng.choice(len(texts), size=size, replace=False).tolist())]
+
+
+def measure(
+    *,
+    section: str,
+    model: str,
+    ds: BeirDataset | None,
+    variants: Sequence[Variant],
+    sample: Sequence[str],
+    sample_tokens: int,
+    score: Scorer | None,
+    rounds: int,
+    say: Callable[[str], None],
+    after_pass: Callable[[], None] = lambda: None,
+) -> list[BenchRow]:
+    """Quality from one whole-corpus pass per variant; speed as the best of `rounds` timed passes
+    over `sample`, the variants interleaved within each round (rotated) so that load from other
+    processes hits them alike, and the best time discards the passes it disturbed most."""
+    ndcg: dict[str, float | None] = {}
+    for v in variants:
+        if ds is None or score is None:
+            ndcg[v.label] = None
+            continue
+        texts = [d.full_text() for d in ds.corpus.values()]
+        ndcg[v.label] = score(ds, v.docs(texts), v.queries(list(ds.queries.values())))
+        say(f"{section:6} {ds.name:13} {v.label:44} nDCG@10 {ndcg[v.label]:.4f}")
+    best = {v.label: math.inf for v in variants}
+    for v in variants:  # warm-up: first calls allocate and pick kernels
+        v.docs(sample[: min(len(sample), _PLAIN_BATCH)])
+        after_pass()
+    for r in range(rounds):
+        shift = r % len(variants)
+        for v in [*variants[shift:], *variants[:shift]]:
+            gc.collect()
+            start = time.perf_counter()
+            v.docs(sample)
+            after_pass()
+            best[v.label] = min(best[v.label], time.perf_counter() - start)
+    rows = [
+        BenchRow(
+            section=section,
+            dataset=ds.name if ds is not None else "",
+            model=model,
+            variant=v.label,
+            texts=len(sample),
+            tokens=sample_tokens,
+            seconds=best[v.label],
+            ndcg10=ndcg[v.label],
+            baseline=v.baseline,
+        )
+        for v in variants
+    ]
+    for row in rows:
+        say(_row_line(row))
+    return rows
 
 
 def _cpu_options(settings: Settings, precision: str, backend: str) -> RunOptions:
@@ -176,7 +245,7 @@ def _cpu_options(settings: Settings, precision: str, backend: str) -> RunOptions
     return dataclasses.replace(base, plan=plan)
 
 
-_CPU_VARIANTS = (
+CPU_VARIANTS = (
     ("fp32", "torch"),
     ("fp32", "onnx"),
     ("bf16", "torch"),
@@ -186,72 +255,69 @@ _CPU_VARIANTS = (
 
 
 def _dense_rows(
-    settings: Settings, ds: BeirDataset, *, say: Callable[[str], None]
+    settings: Settings,
+    ds: BeirDataset,
+    *,
+    rounds: int,
+    sample_size: int,
+    say: Callable[[str], None],
 ) -> list[BenchRow]:
     from sentence_transformers import SentenceTransformer
 
     from rayweave.models.dense import load_sentence_transformer
 
     ref = settings.models.dense
-    location = resolve_model(ref).location
-    texts = [d.full_text() for d in ds.corpus.values()]
-    queries = list(ds.queries.values())
-    rows: list[BenchRow] = []
-
-    ours = load_sentence_transformer(ref, _cpu_options(settings, "fp32", "torch"))
-    tokens = sum(len(ids) for ids in ours.engine.tokenize(texts))
-    max_length = ours.engine.max_length
-    del ours
-
-    plain = SentenceTransformer(location, device="cpu")
-    plain.max_seq_length = max_length
-    plain.encode(texts[:_PLAIN_BATCH], batch_size=_PLAIN_BATCH)  # warm-up
-    vecs, secs = _timed(
-        lambda: plain.encode(texts, batch_size=_PLAIN_BATCH, normalize_embeddings=True)
-    )
-    qv = plain.encode(queries, batch_size=_PLAIN_BATCH, normalize_embeddings=True)
-    rows.append(
-        BenchRow(
-            section="dense",
-            dataset=ds.name,
-            model=ref,
-            variant="SentenceTransformer.encode fp32",
-            texts=len(texts),
-            tokens=tokens,
-            seconds=secs,
-            ndcg10=dense_ndcg(ds, vecs, qv),
+    encoders = {}
+    for precision, backend in CPU_VARIANTS:
+        try:
+            encoders[(precision, backend)] = load_sentence_transformer(
+                ref, _cpu_options(settings, precision, backend)
+            )
+        except Exception as exc:
+            say(f"dense cpu {precision} {backend}: skipped ({exc})")
+    if not encoders:
+        return []
+    any_encoder = next(iter(encoders.values()))
+    plain = SentenceTransformer(resolve_model(ref).location, device="cpu")
+    plain.max_seq_length = any_encoder.engine.max_length
+    sample = speed_sample([d.full_text() for d in ds.corpus.values()], sample_size)
+    prompts = plain.prompts or {}
+    doc_prompt = prompts.get("document") or prompts.get("passage") or None
+    query_prompt = prompts.get("query") or None
+    variants = [
+        Variant(
+            label="SentenceTransformer.encode fp32",
+            docs=lambda t: plain.encode(
+                list(t), prompt=doc_prompt, batch_size=_PLAIN_BATCH, normalize_embeddings=True
+            ),
+            queries=lambda t: plain.encode(
+                list(t), prompt=query_prompt, batch_size=_PLAIN_BATCH, normalize_embeddings=True
+            ),
             baseline=True,
         )
-    )
-    say(_row_line(rows[-1]))
-    del plain
-    for precision, backend in _CPU_VARIANTS:
-        try:
-            encoder = load_sentence_transformer(ref, _cpu_options(settings, precision, backend))
-        except Exception as exc:
-            say(f"dense {precision}/{backend}: skipped ({exc})")
-            continue
-        encoder.encode(texts[:_PLAIN_BATCH])
-        vecs, secs = _timed(lambda enc=encoder: enc.encode(texts, kind="document"))
-        qv = encoder.encode(queries, kind="query")
-        rows.append(
-            BenchRow(
-                section="dense",
-                dataset=ds.name,
-                model=ref,
-                variant=f"rayweave cpu {precision} {backend}",
-                texts=len(texts),
-                tokens=tokens,
-                seconds=secs,
-                ndcg10=dense_ndcg(ds, vecs, qv),
+    ]
+    for (precision, backend), enc in encoders.items():
+        variants.append(
+            Variant(
+                label=f"rayweave cpu {precision} {backend}",
+                docs=lambda t, e=enc: e.encode(t, kind="document"),
+                queries=lambda t, e=enc: e.encode(t, kind="query"),
             )
         )
-        say(_row_line(rows[-1]))
-        del encoder
-    return rows
+    return measure(
+        section="dense",
+        model=ref,
+        ds=ds,
+        variants=variants,
+        sample=sample,
+        sample_tokens=sum(len(ids) for ids in any_encoder.engine.tokenize(sample)),
+        score=dense_ndcg,
+        rounds=rounds,
+        say=say,
+    )
 
 
-class _PlainSplade:
+class PlainSplade:
     """The textbook SPLADE loop (fixed batches, activation over every position), as a baseline."""
 
     def __init__(self, location: str, max_length: int) -> None:
@@ -281,74 +347,76 @@ class _PlainSplade:
 
 
 def _sparse_rows(
-    settings: Settings, ds: BeirDataset, *, say: Callable[[str], None]
+    settings: Settings,
+    ds: BeirDataset,
+    *,
+    rounds: int,
+    sample_size: int,
+    say: Callable[[str], None],
 ) -> list[BenchRow]:
     from rayweave.models.sparse import Bm25Encoder, load_splade
 
-    texts = [d.full_text() for d in ds.corpus.values()]
-    queries = list(ds.queries.values())
+    sample = speed_sample([d.full_text() for d in ds.corpus.values()], sample_size)
     rows: list[BenchRow] = []
     if settings.models.sparse_kind == "splade":
         ref = settings.models.sparse
-        ours = load_splade(ref, _cpu_options(settings, "fp32", "torch"))
-        tokens = sum(len(ids) for ids in ours.engine.tokenize(texts))
-        max_length = ours.engine.max_length
-        del ours
-        plain = _PlainSplade(resolve_model(ref).location, max_length)
-        plain.encode(texts[:_PLAIN_BATCH])
-        docs, secs = _timed(lambda: plain.encode(texts))
-        rows.append(
-            BenchRow(
+        encoders = {}
+        for precision, backend in CPU_VARIANTS:
+            try:
+                encoders[(precision, backend)] = load_splade(
+                    ref, _cpu_options(settings, precision, backend)
+                )
+            except Exception as exc:
+                say(f"sparse cpu {precision} {backend}: skipped ({exc})")
+        if encoders:
+            any_encoder = next(iter(encoders.values()))
+            plain = PlainSplade(resolve_model(ref).location, any_encoder.engine.max_length)
+            variants = [
+                Variant(
+                    label="plain SPLADE loop fp32",
+                    docs=plain.encode,
+                    queries=plain.encode,
+                    baseline=True,
+                )
+            ]
+            for (precision, backend), enc in encoders.items():
+                variants.append(
+                    Variant(
+                        label=f"rayweave cpu {precision} {backend}",
+                        docs=lambda t, e=enc: e.encode(t, kind="document"),
+                        queries=lambda t, e=enc: e.encode(t, kind="query"),
+                    )
+                )
+            rows += measure(
                 section="sparse",
-                dataset=ds.name,
                 model=ref,
-                variant="plain SPLADE loop fp32",
-                texts=len(texts),
-                tokens=tokens,
-                seconds=secs,
-                ndcg10=sparse_ndcg(ds, docs, plain.encode(queries)),
+                ds=ds,
+                variants=variants,
+                sample=sample,
+                sample_tokens=sum(len(ids) for ids in any_encoder.engine.tokenize(sample)),
+                score=sparse_ndcg,
+                rounds=rounds,
+                say=say,
+            )
+    bm25 = Bm25Encoder()
+    rows += measure(
+        section="bm25",
+        model="bm25",
+        ds=ds,
+        variants=[
+            Variant(
+                label="BM25 term weights + Qdrant IDF",
+                docs=bm25.encode,
+                queries=lambda t: bm25.encode(t, kind="query"),
                 baseline=True,
             )
-        )
-        say(_row_line(rows[-1]))
-        del plain
-        for precision, backend in _CPU_VARIANTS:
-            try:
-                encoder = load_splade(ref, _cpu_options(settings, precision, backend))
-            except Exception as exc:
-                say(f"sparse {precision}/{backend}: skipped ({exc})")
-                continue
-            encoder.encode(texts[:_PLAIN_BATCH])
-            docs, secs = _timed(lambda enc=encoder: enc.encode(texts))
-            rows.append(
-                BenchRow(
-                    section="sparse",
-                    dataset=ds.name,
-                    model=ref,
-                    variant=f"rayweave cpu {precision} {backend}",
-                    texts=len(texts),
-                    tokens=tokens,
-                    seconds=secs,
-                    ndcg10=sparse_ndcg(ds, docs, encoder.encode(queries, kind="query")),
-                )
-            )
-            say(_row_line(rows[-1]))
-            del encoder
-    bm25 = Bm25Encoder()
-    docs, secs = _timed(lambda: bm25.encode(texts))
-    rows.append(
-        BenchRow(
-            section="sparse",
-            dataset=ds.name,
-            model="bm25",
-            variant="BM25 term weights + IDF",
-            texts=len(texts),
-            tokens=sum(bm25.count_tokens(texts)),
-            seconds=secs,
-            ndcg10=sparse_ndcg(ds, docs, bm25.encode(queries, kind="query"), idf=True),
-        )
+        ],
+        sample=sample,
+        sample_tokens=sum(bm25.count_tokens(sample)),
+        score=lambda d, docs, queries: sparse_ndcg(d, docs, queries, idf=True),
+        rounds=rounds,
+        say=say,
     )
-    say(_row_line(rows[-1]))
     return rows
 
 
@@ -388,15 +456,19 @@ def bge_m3_throughput_rows(
     dataset: str,
     config: Any,
     settings: Settings,
+    rounds: int,
     say: Callable[[str], None],
 ) -> list[BenchRow]:
     """Tokens/s of a random BGE-M3-architecture model: plain fp32 and fp16 torch loops (batches of
     32 in corpus order, padded to the longest) against our fp16 encoder (length buckets, token
-    budget). `tokenizer` only supplies realistic lengths and in-vocabulary ids."""
+    budget, widths padded to multiples of 8). `tokenizer` only supplies realistic lengths and
+    in-vocabulary ids. On CPU (tests) the "fp16" rows run in fp32."""
     from transformers import XLMRobertaModel
 
     from rayweave.models.bge_m3 import BgeM3Core, bge_m3_from_core
 
+    cuda = device.startswith("cuda")
+    half = torch.float16 if cuda else torch.float32
     torch.manual_seed(0)
     hidden = config.hidden_size
     core = BgeM3Core(
@@ -405,79 +477,64 @@ def bge_m3_throughput_rows(
         torch.nn.Linear(hidden, hidden),
     ).eval()
     max_length = min(settings.models.max_tokens, 512)
-    ids = tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]
-    tokens = sum(len(r) for r in ids)
-    rows: list[BenchRow] = []
+    texts = list(texts)
+    tokens = sum(
+        len(r) for r in tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]
+    )
 
     def sync() -> None:
-        if device.startswith("cuda"):
+        if cuda:
             torch.cuda.synchronize()
 
-    for label, dtype in (("plain torch fp32", torch.float32), ("plain torch fp16", torch.float16)):
-        model = copy.deepcopy(core).to(device=device, dtype=dtype)
-
-        def plain_pass(model: torch.nn.Module = model) -> None:
+    def plain(model: torch.nn.Module) -> Callable[[Sequence[str]], Any]:
+        def run(batch_texts: Sequence[str]) -> None:
             with torch.inference_mode():
-                for i in range(0, len(texts), _PLAIN_BATCH):
+                for i in range(0, len(batch_texts), _PLAIN_BATCH):
                     enc = tokenizer(
-                        list(texts[i : i + _PLAIN_BATCH]),
+                        list(batch_texts[i : i + _PLAIN_BATCH]),
                         padding=True,
                         truncation=True,
                         max_length=max_length,
                         return_tensors="pt",
                         return_token_type_ids=False,
                     ).to(device)
-                    dense, weights, colbert = model(enc["input_ids"], enc["attention_mask"])
-                    dense.cpu(), weights.cpu(), colbert.cpu()
-            sync()
+                    for out in model(enc["input_ids"], enc["attention_mask"]):
+                        out.cpu()
 
-        plain_pass()
-        _, secs = _timed(plain_pass)
-        rows.append(
-            BenchRow(
-                section="gpu",
-                dataset=dataset,
-                model="BGE-M3 architecture (random)",
-                variant=label,
-                texts=len(texts),
-                tokens=tokens,
-                seconds=secs,
-                baseline=dtype == torch.float32,
-            )
-        )
-        say(_row_line(rows[-1]))
-        del model
-    base = RunOptions.from_settings(settings.models)
-    precision = "fp16" if device.startswith("cuda") else "fp32"
+        return run
+
+    fp32 = copy.deepcopy(core).to(device=device)
+    fp16 = copy.deepcopy(core).to(device=device, dtype=half)
     options = dataclasses.replace(
-        base,
-        plan=plan_execution(
-            device="cuda" if device.startswith("cuda") else "cpu", precision=precision
-        ),
+        RunOptions.from_settings(settings.models),
+        plan=plan_execution(device="cuda" if cuda else "cpu", precision="fp16" if cuda else "fp32"),
         max_tokens=max_length,
     )
-    encoder = bge_m3_from_core(
-        copy.deepcopy(core), tokenizer, name="bge-m3-random", options=options
+    ours = bge_m3_from_core(core, tokenizer, name="bge-m3-random", options=options)
+    label = "fp16" if cuda else "fp32"
+    variants = [
+        Variant(label="plain torch fp32", docs=plain(fp32), queries=plain(fp32), baseline=True),
+        Variant(label=f"plain torch {label}", docs=plain(fp16), queries=plain(fp16)),
+        Variant(label=f"rayweave {label} dense", docs=ours.encode, queries=ours.encode),
+        Variant(
+            label=f"rayweave {label} dense+sparse+colbert",
+            docs=ours.encode_all,
+            queries=ours.encode_all,
+        ),
+    ]
+    rows = measure(
+        section="gpu",
+        model="BGE-M3 architecture (random weights)",
+        ds=None,
+        variants=variants,
+        sample=texts,
+        sample_tokens=tokens,
+        score=None,
+        rounds=rounds,
+        say=say,
+        after_pass=sync,
     )
-    for label, fn in (
-        (f"rayweave {precision} dense", lambda: encoder.encode(texts)),
-        (f"rayweave {precision} dense+sparse+colbert", lambda: encoder.encode_all(texts)),
-    ):
-        fn()
-        _, secs = _timed(lambda fn=fn: (fn(), sync()))
-        rows.append(
-            BenchRow(
-                section="gpu",
-                dataset=dataset,
-                model="BGE-M3 architecture (random)",
-                variant=label,
-                texts=len(texts),
-                tokens=tokens,
-                seconds=secs,
-            )
-        )
-        say(_row_line(rows[-1]))
-    return rows
+    return [dataclasses.replace(r, dataset=dataset) for r in rows]
 
 
 # --------------------------------------------------------------------------------------------
@@ -511,39 +568,31 @@ def add_ratios(rows: Sequence[BenchRow]) -> list[BenchRow]:
 def _row_line(row: BenchRow) -> str:
     ndcg = f"nDCG@10 {row.ndcg10:.4f}" if row.ndcg10 is not None else ""
     return (
-        f"{row.section:6} {row.dataset:13} {row.variant:42} {row.texts_per_s:9.1f} texts/s "
+        f"{row.section:6} {row.dataset:13} {row.variant:44} {row.texts_per_s:9.1f} texts/s "
         f"{row.tokens_per_s:10.0f} tokens/s {ndcg}"
     )
+
+
+def _short_model(ref: str) -> str:
+    if ref.startswith("package:"):
+        return ref[len("package:") :].split("/", 1)[0]
+    return Path(ref).name if "/" in ref and Path(ref).exists() else ref
 
 
 def render_table(rows: Sequence[BenchRow]) -> Any:
     from rich.table import Table
 
-    table = Table(title="rayweave bench models (ratios against the baseline row of each block)")
-    for col in (
-        "section",
-        "data set",
-        "model",
-        "variant",
-        "texts/s",
-        "tokens/s",
-        "x base",
-        "nDCG@10",
-        "vs base",
-    ):
-        table.add_column(
-            col,
-            justify="right"
-            if col in ("texts/s", "tokens/s", "x base", "nDCG@10", "vs base")
-            else "left",
-        )
+    table = Table(
+        title="rayweave bench models: ratios against the (base) row of each block, same run"
+    )
+    numeric = ("texts/s", "tokens/s", "x base", "nDCG@10", "nDCG vs base")
+    for col in ("block", "data set", "model", "variant", *numeric):
+        table.add_column(col, justify="right" if col in numeric else "left", no_wrap=True)
     for r in rows:
         table.add_row(
             r.section,
             r.dataset,
-            Path(r.model).name
-            if "/" in r.model and not r.model.startswith("package:")
-            else r.model,
+            _short_model(r.model),
             r.variant + (" (base)" if r.baseline else ""),
             f"{r.texts_per_s:.1f}",
             f"{r.tokens_per_s:.0f}",
@@ -562,46 +611,53 @@ def run_models_bench(
     console: Console | None = None,
     datasets: Sequence[str] = DATASETS,
     sections: Sequence[str] = SECTIONS,
+    rounds: int = 3,
+    sample_size: int = 512,
 ) -> list[BenchRow]:
-    """Measure every section on every data set, print the table, return the rows."""
+    """Measure every section on every data set, print the table, return the rows (with ratios)."""
     from rich.console import Console
 
     unknown = [s for s in sections if s not in SECTIONS]
     if unknown:
         raise ValueError(f"unknown bench sections {unknown}; valid: {', '.join(SECTIONS)}")
+    if rounds < 1 or sample_size < 1:
+        raise ValueError("rounds and sample_size must be >= 1")
     con = console or Console()
 
     def say(line: str) -> None:
         con.print(line, markup=False, highlight=False)
 
     threads = configure_threads(settings.models.num_threads)
-    say(f"torch threads: {threads}; data: {data_dir}; limit: {limit or 'all'}")
+    say(
+        f"torch threads: {threads}; data: {data_dir}; limit: {limit or 'all'}; speed: best of {rounds} over {sample_size} texts"
+    )
     rows: list[BenchRow] = []
     for name in datasets:
         ds = subset(load_beir(Path(data_dir) / name), limit)
         say(f"{name}: {len(ds.corpus)} documents, {len(ds.queries)} queries")
         if "dense" in sections:
-            rows += _dense_rows(settings, ds, say=say)
+            rows += _dense_rows(settings, ds, rounds=rounds, sample_size=sample_size, say=say)
         if "sparse" in sections:
-            rows += _sparse_rows(settings, ds, say=say)
+            rows += _sparse_rows(settings, ds, rounds=rounds, sample_size=sample_size, say=say)
     if "gpu" in sections:
         if torch.cuda.is_available():
-            from transformers import AutoTokenizer
+            from rayweave.models.tokens import load_token_counter
 
-            tokenizer = AutoTokenizer.from_pretrained(resolve_model(settings.models.dense).location)
+            tokenizer = load_token_counter(settings.models).tokenizer
             name = datasets[0]
             ds = subset(load_beir(Path(data_dir) / name), limit)
             rows += bge_m3_throughput_rows(
-                [d.full_text() for d in ds.corpus.values()],
+                speed_sample([d.full_text() for d in ds.corpus.values()], max(sample_size, 1024)),
                 tokenizer,
                 device="cuda",
                 dataset=name,
                 config=bge_m3_config(),
                 settings=settings,
+                rounds=rounds,
                 say=say,
             )
         else:
             say("gpu: no CUDA GPU visible to torch; the FP16 BGE-M3 throughput section is skipped")
     rows = add_ratios(rows)
-    con.print(render_table(rows))
+    con.print(render_table(rows), width=max(con.width, 160))
     return rows

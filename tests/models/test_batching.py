@@ -27,7 +27,9 @@ class TestPlanBatches:
         assert padding_waste(lengths, batches) < 0.05
         # Fixed batches of 32 in input order waste far more.
         naive = [
-            type(batches[0])(indices=tuple(range(i, min(i + 32, 2000))), width=max(lengths[i : i + 32]))
+            type(batches[0])(
+                indices=tuple(range(i, min(i + 32, 2000))), width=max(lengths[i : i + 32])
+            )
             for i in range(0, 2000, 32)
         ]
         assert padding_waste(lengths, naive) > 0.3
@@ -44,7 +46,9 @@ class TestPlanBatches:
         assert batches[1].indices == (1, 2)
 
     def test_pad_multiple_rounds_width_and_respects_budget(self) -> None:
-        batches = plan_batches([9, 9, 9, 9], batch_tokens=32, max_batch_size=8, pad_to_multiple_of=8)
+        batches = plan_batches(
+            [9, 9, 9, 9], batch_tokens=32, max_batch_size=8, pad_to_multiple_of=8
+        )
         assert all(b.width == 16 for b in batches)
         assert [len(b.indices) for b in batches] == [2, 2]
         assert round_up(9, 8) == 16

@@ -38,7 +38,12 @@ def reference(folder: Path, text: str) -> tuple[np.ndarray, dict[int, float], np
         dense = functional.normalize(hidden[:, 0], dim=-1)[0].numpy()
         weights = torch.relu(core.sparse_linear(hidden)).squeeze(-1)[0].numpy()
         colbert = functional.normalize(core.colbert_linear(hidden[:, 1:]), dim=-1)[0].numpy()
-    unused = {tokenizer.cls_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id, tokenizer.unk_token_id}
+    unused = {
+        tokenizer.cls_token_id,
+        tokenizer.eos_token_id,
+        tokenizer.pad_token_id,
+        tokenizer.unk_token_id,
+    }
     lexical: dict[int, float] = {}
     for w, idx in zip(weights, enc["input_ids"][0].tolist(), strict=True):
         if idx not in unused and w > 0 and w > lexical.get(idx, 0):
@@ -49,7 +54,9 @@ def reference(folder: Path, text: str) -> tuple[np.ndarray, dict[int, float], np
 @pytest.fixture(scope="module")
 def fp32(bge_m3_dir: Path, onnx_cache: Path) -> BgeM3Encoder:
     # A small token budget forces several padded batches of mixed lengths.
-    return load_bge_m3(str(bge_m3_dir), options("fp32", "torch", onnx_cache, batch_tokens=40, max_batch_size=2))
+    return load_bge_m3(
+        str(bge_m3_dir), options("fp32", "torch", onnx_cache, batch_tokens=40, max_batch_size=2)
+    )
 
 
 class TestBgeM3:
@@ -59,7 +66,9 @@ class TestBgeM3:
         assert isinstance(fp32.sparse, SparseEncoder)
         assert fp32.dim == 32
 
-    def test_matches_reference_batched_and_padded(self, fp32: BgeM3Encoder, bge_m3_dir: Path) -> None:
+    def test_matches_reference_batched_and_padded(
+        self, fp32: BgeM3Encoder, bge_m3_dir: Path
+    ) -> None:
         out = fp32.encode_all(TEXTS)
         for i, text in enumerate(TEXTS):
             dense, lexical, colbert = reference(bge_m3_dir, text)
@@ -100,9 +109,23 @@ class TestBgeM3:
         assert out.sparse == []
         assert out.colbert == []
 
-    @pytest.mark.parametrize(("precision", "backend", "min_cos"), [("fp32", "onnx", 0.9999), ("int8", "onnx", 0.98), ("int8", "torch", 0.98), ("bf16", "torch", 0.99)])
+    @pytest.mark.parametrize(
+        ("precision", "backend", "min_cos"),
+        [
+            ("fp32", "onnx", 0.9999),
+            ("int8", "onnx", 0.98),
+            ("int8", "torch", 0.98),
+            ("bf16", "torch", 0.99),
+        ],
+    )
     def test_other_runtimes_agree(
-        self, fp32: BgeM3Encoder, bge_m3_dir: Path, onnx_cache: Path, precision: str, backend: str, min_cos: float
+        self,
+        fp32: BgeM3Encoder,
+        bge_m3_dir: Path,
+        onnx_cache: Path,
+        precision: str,
+        backend: str,
+        min_cos: float,
     ) -> None:
         enc = load_bge_m3(str(bge_m3_dir), options(precision, backend, onnx_cache))
         ref, got = fp32.encode_all(TEXTS), enc.encode_all(TEXTS)
@@ -113,22 +136,28 @@ class TestBgeM3:
             overlap = len(set(a.indices) & set(b.indices)) / max(len(a.indices), 1)
             assert overlap > 0.8
 
-    def test_missing_head_is_named(self, bge_m3_dir: Path, tmp_path: Path, onnx_cache: Path) -> None:
+    def test_missing_head_is_named(
+        self, bge_m3_dir: Path, tmp_path: Path, onnx_cache: Path
+    ) -> None:
         broken = tmp_path / "bge"
         shutil.copytree(bge_m3_dir, broken)
         (broken / "colbert_linear.pt").unlink()
-        with pytest.raises(ModelError, match="colbert_linear.pt"):
+        with pytest.raises(ModelError, match=r"colbert_linear\.pt"):
             load_bge_m3(str(broken), options("fp32", "torch", onnx_cache))
 
-    def test_wrong_head_shape_is_named(self, bge_m3_dir: Path, tmp_path: Path, onnx_cache: Path) -> None:
+    def test_wrong_head_shape_is_named(
+        self, bge_m3_dir: Path, tmp_path: Path, onnx_cache: Path
+    ) -> None:
         broken = tmp_path / "bge"
         shutil.copytree(bge_m3_dir, broken)
         torch.save(torch.nn.Linear(7, 1).state_dict(), broken / "sparse_linear.pt")
-        with pytest.raises(ModelError, match="sparse_linear.pt takes 7 inputs"):
+        with pytest.raises(ModelError, match=r"sparse_linear\.pt takes 7 inputs"):
             load_bge_m3(str(broken), options("fp32", "torch", onnx_cache))
 
     def test_truncates_to_max_tokens(self, bge_m3_dir: Path, onnx_cache: Path) -> None:
-        enc = load_bge_m3(str(bge_m3_dir), dataclasses.replace(options("fp32", "torch", onnx_cache), max_tokens=8))
+        enc = load_bge_m3(
+            str(bge_m3_dir), dataclasses.replace(options("fp32", "torch", onnx_cache), max_tokens=8)
+        )
         long = " ".join(TEXTS * 3)
         assert enc.count_tokens([long])[0] > 8
         assert enc.encode_multi([long])[0].shape[0] == 7  # 8 tokens minus CLS

@@ -16,8 +16,14 @@ from rayweave.models.protocols import DenseEncoder, TokenCounter
 from .conftest import MINILM, SENTENCES
 
 PAIRS = [
-    ("How do I deploy a model with Ray Serve?", "Ray Serve deploys Python models behind HTTP endpoints."),
-    ("What stores vectors for hybrid search?", "Qdrant stores dense and sparse vectors for hybrid search."),
+    (
+        "How do I deploy a model with Ray Serve?",
+        "Ray Serve deploys Python models behind HTTP endpoints.",
+    ),
+    (
+        "What stores vectors for hybrid search?",
+        "Qdrant stores dense and sparse vectors for hybrid search.",
+    ),
     ("Where did the cat sit?", "The cat sat on the mat while the dog slept."),
 ]
 
@@ -51,7 +57,9 @@ class TestMiniLM:
         assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
         assert minilm_fp32.encode([]).shape == (0, 384)
 
-    def test_matches_sentence_transformers(self, minilm_fp32: TransformerDenseEncoder, plain_minilm: object) -> None:
+    def test_matches_sentence_transformers(
+        self, minilm_fp32: TransformerDenseEncoder, plain_minilm: object
+    ) -> None:
         texts = [*SENTENCES[:6], "x " * 400, ""]
         ours = minilm_fp32.encode(texts)
         theirs = plain_minilm.encode(texts, normalize_embeddings=True)  # type: ignore[attr-defined]
@@ -69,7 +77,9 @@ class TestMiniLM:
         assert minilm_fp32.count_tokens(["word " * 1000])[0] == 1000  # no truncation when counting
         assert minilm_fp32.max_tokens == 254  # max_seq_length 256 minus [CLS] and [SEP]
 
-    def test_rejects_a_bare_string_and_unknown_kind(self, minilm_fp32: TransformerDenseEncoder) -> None:
+    def test_rejects_a_bare_string_and_unknown_kind(
+        self, minilm_fp32: TransformerDenseEncoder
+    ) -> None:
         with pytest.raises(TypeError, match="one string"):
             minilm_fp32.encode("hello")
         with pytest.raises(ValueError, match="unknown text kind"):
@@ -77,10 +87,20 @@ class TestMiniLM:
 
     @pytest.mark.parametrize(
         ("precision", "backend", "min_cos"),
-        [("fp32", "onnx", 0.99999), ("int8", "onnx", 0.95), ("int8", "torch", 0.9), ("bf16", "torch", 0.99)],
+        [
+            ("fp32", "onnx", 0.99999),
+            ("int8", "onnx", 0.95),
+            ("int8", "torch", 0.9),
+            ("bf16", "torch", 0.99),
+        ],
     )
     def test_runtimes_agree_with_fp32(
-        self, minilm_fp32: TransformerDenseEncoder, onnx_cache: Path, precision: str, backend: str, min_cos: float
+        self,
+        minilm_fp32: TransformerDenseEncoder,
+        onnx_cache: Path,
+        precision: str,
+        backend: str,
+        min_cos: float,
     ) -> None:
         enc = load_sentence_transformer(MINILM, options(precision, backend, onnx_cache))
         ref, got = minilm_fp32.encode(SENTENCES[:6]), enc.encode(SENTENCES[:6])
@@ -104,14 +124,17 @@ class TestTinyCheckpoint:
         q = enc.encode(["ray serve"], kind="query")
         d = enc.encode(["ray serve"], kind="document")
         assert not np.allclose(q, d)  # different prompts, different vectors
-        assert np.allclose(np.linalg.norm(q, axis=1), 1.0, atol=1e-5)  # no Normalize module: we normalise
+        assert np.allclose(
+            np.linalg.norm(q, axis=1), 1.0, atol=1e-5
+        )  # no Normalize module: we normalise
         # 64-token max_seq_length, 2 special tokens, 3 prompt tokens ("passage", ":", " ").
         assert enc.max_tokens == 64 - 2 - enc.count_tokens(["passage: "])[0]
 
     def test_batching_does_not_change_results(self, tiny_st_dir: Path, onnx_cache: Path) -> None:
         texts = [s * (i % 4 + 1) for i, s in enumerate(SENTENCES[:12])]
         small = load_sentence_transformer(
-            str(tiny_st_dir), options("fp32", "torch", onnx_cache, batch_tokens=64, max_batch_size=2)
+            str(tiny_st_dir),
+            options("fp32", "torch", onnx_cache, batch_tokens=64, max_batch_size=2),
         )
         big = load_sentence_transformer(str(tiny_st_dir), options("fp32", "torch", onnx_cache))
         np.testing.assert_allclose(small.encode(texts), big.encode(texts), atol=1e-5)
@@ -120,4 +143,6 @@ class TestTinyCheckpoint:
         with pytest.raises(ModelError, match="cannot load sentence-transformers model"):
             load_sentence_transformer(str(tmp_path), options("fp32", "torch", onnx_cache))
         with pytest.raises(ModelError):
-            load_sentence_transformer("no-such-org/no-such-model", options("fp32", "torch", onnx_cache))
+            load_sentence_transformer(
+                "no-such-org/no-such-model", options("fp32", "torch", onnx_cache)
+            )

@@ -12,7 +12,14 @@ import torch
 from rayweave.cluster.types import SparseVector
 from rayweave.models.precision import RunOptions, plan_execution
 from rayweave.models.protocols import SparseEncoder
-from rayweave.models.sparse import Bm25Encoder, Bm25Params, SpladeEncoder, bm25_terms, load_splade, term_id
+from rayweave.models.sparse import (
+    Bm25Encoder,
+    Bm25Params,
+    SpladeEncoder,
+    bm25_terms,
+    load_splade,
+    term_id,
+)
 
 from .conftest import SENTENCES, SPLADE
 
@@ -66,11 +73,17 @@ class TestSpladeTiny:
 
     def test_similar_texts_score_higher(self, splade: SpladeEncoder) -> None:
         q = splade.encode(["where does ray serve deploy models"], kind="query")[0]
-        docs = splade.encode(["Ray Serve deploys Python models behind HTTP endpoints.", "The cat sat on the mat."])
+        docs = splade.encode(
+            ["Ray Serve deploys Python models behind HTTP endpoints.", "The cat sat on the mat."]
+        )
         assert dot(q, docs[0]) > dot(q, docs[1]) * 2
 
-    @pytest.mark.parametrize(("precision", "backend"), [("fp32", "onnx"), ("int8", "onnx"), ("int8", "torch")])
-    def test_runtimes_keep_the_ranking(self, splade: SpladeEncoder, onnx_cache: Path, precision: str, backend: str) -> None:
+    @pytest.mark.parametrize(
+        ("precision", "backend"), [("fp32", "onnx"), ("int8", "onnx"), ("int8", "torch")]
+    )
+    def test_runtimes_keep_the_ranking(
+        self, splade: SpladeEncoder, onnx_cache: Path, precision: str, backend: str
+    ) -> None:
         enc = load_splade(SPLADE, options(precision, backend, onnx_cache))
         ref, got = splade.encode(SENTENCES[:6]), enc.encode(SENTENCES[:6])
         for a, b in zip(ref, got, strict=True):
@@ -82,14 +95,21 @@ class TestSpladeTiny:
 
     def test_logit_budget_bounds_batches(self, splade: SpladeEncoder) -> None:
         # 30522-word vocabulary: a batch holds at most 64M logits, whatever the dense budget.
-        assert splade.engine.batch_tokens * splade.vocab_size <= 64 * 1024 * 1024 + 512 * splade.vocab_size
+        assert (
+            splade.engine.batch_tokens * splade.vocab_size
+            <= 64 * 1024 * 1024 + 512 * splade.vocab_size
+        )
 
 
 @pytest.mark.parametrize("fixture", ["bert_mlm_dir", "xlmr_mlm_dir"])
-def test_tiny_masked_lms_match_naive_formula(fixture: str, request: pytest.FixtureRequest, onnx_cache: Path) -> None:
+def test_tiny_masked_lms_match_naive_formula(
+    fixture: str, request: pytest.FixtureRequest, onnx_cache: Path
+) -> None:
     folder: Path = request.getfixturevalue(fixture)
     texts = [SENTENCES[0], "short", SENTENCES[4] * 2]
-    enc = load_splade(str(folder), options("fp32", "torch", onnx_cache, batch_tokens=32, max_batch_size=2))
+    enc = load_splade(
+        str(folder), options("fp32", "torch", onnx_cache, batch_tokens=32, max_batch_size=2)
+    )
     ref = naive_splade(folder, texts)
     for vec, row in zip(enc.encode(texts), ref, strict=True):
         dense = np.zeros(enc.vocab_size, dtype=np.float32)
@@ -138,7 +158,10 @@ class TestBm25:
         short = enc.encode(["ray serve"])[0]
         long = enc.encode(["ray serve " + "filler " * 300])[0]
         rid = term_id("ray")
-        assert dict(zip(short.indices, short.values, strict=True))[rid] > dict(zip(long.indices, long.values, strict=True))[rid]
+        assert (
+            dict(zip(short.indices, short.values, strict=True))[rid]
+            > dict(zip(long.indices, long.values, strict=True))[rid]
+        )
 
     def test_bad_params(self) -> None:
         with pytest.raises(ValueError, match="invalid BM25"):
