@@ -33,13 +33,13 @@ import torch
 from rayweave.cluster.beir import BeirDataset, load_beir
 from rayweave.cluster.metrics import evaluate
 from rayweave.cluster.types import SparseVector
-from rayweave.models.precision import RunOptions, configure_threads, plan_execution
+from rayweave.models.precision import CpuBackend, RunOptions, configure_threads, plan_execution
 from rayweave.models.resolve import resolve_model
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from rayweave.cluster.settings import Settings
+    from rayweave.cluster.settings import Precision, Settings
 
 log = logging.getLogger(__name__)
 
@@ -239,13 +239,23 @@ def measure(
     return rows
 
 
-def _cpu_options(settings: Settings, precision: str, backend: str) -> RunOptions:
+def _cpu_options(settings: Settings, precision: Precision, backend: CpuBackend) -> RunOptions:
     base = RunOptions.from_settings(settings.models)
-    plan = plan_execution(device="cpu", precision=precision, cpu_backend=backend)  # type: ignore[arg-type]
+    plan = plan_execution(device="cpu", precision=precision, cpu_backend=backend)
     return dataclasses.replace(base, plan=plan)
 
 
-CPU_VARIANTS = (
+def _encoder_variant(label: str, encoder: Any) -> Variant:
+    def docs(texts: Sequence[str]) -> Any:
+        return encoder.encode(texts, kind="document")
+
+    def queries(texts: Sequence[str]) -> Any:
+        return encoder.encode(texts, kind="query")
+
+    return Variant(label=label, docs=docs, queries=queries)
+
+
+CPU_VARIANTS: tuple[tuple[Precision, CpuBackend], ...] = (
     ("fp32", "torch"),
     ("fp32", "onnx"),
     ("bf16", "torch"),
@@ -297,13 +307,7 @@ def _dense_rows(
         )
     ]
     for (precision, backend), enc in encoders.items():
-        variants.append(
-            Variant(
-                label=f"rayweave cpu {precision} {backend}",
-                docs=lambda t, e=enc: e.encode(t, kind="document"),
-                queries=lambda t, e=enc: e.encode(t, kind="query"),
-            )
-        )
+        variants.append(_encoder_variant(f"rayweave cpu {precision} {backend}", enc))
     return measure(
         section="dense",
         model=ref,
@@ -380,13 +384,7 @@ def _sparse_rows(
                 )
             ]
             for (precision, backend), enc in encoders.items():
-                variants.append(
-                    Variant(
-                        label=f"rayweave cpu {precision} {backend}",
-                        docs=lambda t, e=enc: e.encode(t, kind="document"),
-                        queries=lambda t, e=enc: e.encode(t, kind="query"),
-                    )
-                )
+                variants.append(_encoder_variant(f"rayweave cpu {precision} {backend}", enc))
             rows += measure(
                 section="sparse",
                 model=ref,

@@ -21,6 +21,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -235,7 +236,7 @@ def bge_m3_from_core(
     core: BgeM3Core, tokenizer: object, *, name: str, options: RunOptions
 ) -> BgeM3Encoder:
     """Wrap an already-built core (the bench builds a random one of BGE-M3's size)."""
-    config = core.encoder.config  # type: ignore[union-attr]
+    config: Any = core.encoder.config
     max_length = model_max_length(tokenizer, config, cap=options.max_tokens)
     example = tokenizer(
         ["an example query", "an example passage with more words"],

@@ -91,7 +91,7 @@ class OpenClipEncoder:
         device: str = "cpu",
         batch_size: int = 64,
     ) -> None:
-        self.model = model.eval()
+        self.model: Any = model.eval()
         self.preprocess = preprocess
         self.tokenizer = tokenizer
         self.name = name
@@ -144,6 +144,7 @@ def load_open_clip(ref: str, plan: ExecutionPlan, *, batch_size: int = 64) -> Op
             "CLIP model %s has no pretrained weights: embeddings are random", spec.model_name
         )
     precision = {torch.float16: "fp16", torch.bfloat16: "bf16"}.get(plan.dtype, "fp32")
+    model: Any
     try:
         model, _, preprocess = open_clip.create_model_and_transforms(
             spec.model_name, pretrained=spec.pretrained, precision=precision, device=plan.device
@@ -156,7 +157,7 @@ def load_open_clip(ref: str, plan: ExecutionPlan, *, batch_size: int = 64) -> Op
         # open_clip reads the compute dtype off an MLP weight; quantized layers name it here instead.
         for module in model.modules():
             if isinstance(module, torch.ao.nn.quantized.dynamic.Linear):
-                module.int8_original_dtype = torch.float32
+                setattr(module, "int8_original_dtype", torch.float32)  # noqa: B010
     log.info("CLIP encoder %s (%s)", ref, plan.label)
     return OpenClipEncoder(
         model, preprocess, tokenizer, name=ref, device=plan.device, batch_size=batch_size

@@ -113,7 +113,7 @@ def load_sentence_transformer(ref: str, options: RunOptions) -> TransformerDense
     dim = get_dim()
     if not dim:
         raise ModelError(f"sentence-transformers model {ref!r} does not declare its embedding size")
-    prompts = dict(st.prompts or {})
+    prompts: dict[str, str] = {k: v for k, v in (st.prompts or {}).items() if v}
     prompts.setdefault("document", prompts.get("passage", ""))
     core = SentenceTransformerCore(st)
     runner = build_runner(
