@@ -19,8 +19,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import gc
+import json
 import logging
 import math
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -255,6 +258,84 @@ def _encoder_variant(label: str, encoder: Any) -> Variant:
     return Variant(label=label, docs=docs, queries=queries)
 
 
+class _HiddenStates(torch.nn.Module):
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
+        out = self.model(
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+        )
+        return out.last_hidden_state
+
+
+def fastembed_variant(settings: Settings, *, max_length: int, workdir: Path) -> Variant | None:
+    """fastembed running the same int8 ONNX encoder we export (pooling outside the graph, its own
+    fixed-size batching), to show what it would add as our ONNX path. None when the checkpoint is
+    not a BERT-style transformer + mean pooling (+ normalisation) without prompts, the one layout
+    it can mirror."""
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+    from sentence_transformers import SentenceTransformer
+
+    from rayweave.models.engine import example_features
+    from rayweave.models.runtime import export_onnx
+
+    ref = settings.models.dense
+    st = SentenceTransformer(
+        resolve_model(ref).location, device="cpu", model_kwargs={"attn_implementation": "eager"}
+    )
+    kinds = [type(m).__name__ for m in st]
+    if kinds[:2] != ["Transformer", "Pooling"] or getattr(st[1], "pooling_mode", "") != "mean":
+        return None
+    if any((st.prompts or {}).values()):
+        return None  # fastembed would embed without the checkpoint's prompts
+    tokenizer = st.tokenizer
+    if "token_type_ids" not in tokenizer.model_input_names:
+        return None
+    path = export_onnx(
+        _HiddenStates(st[0].auto_model),
+        example=example_features(tokenizer),
+        output_names=["last_hidden_state"],
+        output_axes={"last_hidden_state": {0: "batch", 1: "sequence"}},
+        cache_dir=settings.models.cache_dir,
+        int8=True,
+        key_parts=("fastembed-bench", ref),
+    )
+    folder = workdir / f"fastembed-{path.parent.name}"
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(path, folder / "model.onnx")
+    tokenizer.save_pretrained(folder)
+    # fastembed truncates at the smaller of these two keys; some checkpoints ship a stale
+    # `max_length` (all-MiniLM-L6-v2: 128), so both are set to the encoder's length.
+    config_path = folder / "tokenizer_config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config.update(model_max_length=max_length, max_length=max_length)
+    config_path.write_text(json.dumps(config), encoding="utf-8")
+    st[0].auto_model.config.save_pretrained(folder)
+    name = f"rayweave-bench/{path.parent.name}"
+    if name not in {m["model"] for m in TextEmbedding.list_supported_models()}:
+        TextEmbedding.add_custom_model(
+            model=name,
+            pooling=PoolingType.MEAN,
+            normalization=True,
+            sources=ModelSource(hf=name),
+            dim=int(st[0].auto_model.config.hidden_size),
+            model_file="model.onnx",
+        )
+    model = TextEmbedding(
+        model_name=name, specific_model_path=str(folder), threads=torch.get_num_threads()
+    )
+
+    def encode(texts: Sequence[str]) -> np.ndarray:
+        return np.stack(list(model.embed(list(texts), batch_size=_PLAIN_BATCH)))
+
+    return Variant(label="fastembed int8 onnx (same graph)", docs=encode, queries=encode)
+
+
 CPU_VARIANTS: tuple[tuple[Precision, CpuBackend], ...] = (
     ("fp32", "torch"),
     ("fp32", "onnx"),
@@ -308,17 +389,27 @@ def _dense_rows(
     ]
     for (precision, backend), enc in encoders.items():
         variants.append(_encoder_variant(f"rayweave cpu {precision} {backend}", enc))
-    return measure(
-        section="dense",
-        model=ref,
-        ds=ds,
-        variants=variants,
-        sample=sample,
-        sample_tokens=sum(len(ids) for ids in any_encoder.engine.tokenize(sample)),
-        score=dense_ndcg,
-        rounds=rounds,
-        say=say,
-    )
+    with tempfile.TemporaryDirectory(prefix="rw-fastembed-") as workdir:
+        try:
+            extra = fastembed_variant(
+                settings, max_length=any_encoder.engine.max_length, workdir=Path(workdir)
+            )
+        except Exception as exc:
+            extra = None
+            say(f"dense fastembed: skipped ({exc})")
+        if extra is not None:
+            variants.append(extra)
+        return measure(
+            section="dense",
+            model=ref,
+            ds=ds,
+            variants=variants,
+            sample=sample,
+            sample_tokens=sum(len(ids) for ids in any_encoder.engine.tokenize(sample)),
+            score=dense_ndcg,
+            rounds=rounds,
+            say=say,
+        )
 
 
 class PlainSplade:

@@ -206,3 +206,23 @@ def test_bge_m3_throughput_rows_on_cpu(bert_tokenizer_dir: Path, onnx_cache: Pat
     assert len(lines) == 4
     big = bge_m3_config()
     assert (big.hidden_size, big.num_hidden_layers, big.vocab_size) == (1024, 24, 250002)
+
+
+def test_fastembed_runs_the_same_int8_graph(
+    onnx_cache: Path, tmp_path: Path, tiny_st_dir: Path
+) -> None:
+    from rayweave.models.bench import fastembed_variant
+    from rayweave.models.dense import load_sentence_transformer
+    from rayweave.models.precision import RunOptions
+
+    from .conftest import MINILM, SENTENCES
+
+    settings = Settings(models={"cache_dir": onnx_cache})
+    variant = fastembed_variant(settings, max_length=256, workdir=tmp_path)
+    assert variant is not None
+    ours = load_sentence_transformer(MINILM, RunOptions.from_settings(settings.models))
+    texts = [*SENTENCES[:5], "a " * 400]
+    cos = (variant.docs(texts) * ours.encode(texts)).sum(axis=1)
+    assert cos.min() > 0.9999  # same graph, same truncation (256, not the stale 128)
+    prompted = Settings(models={"dense": str(tiny_st_dir), "cache_dir": onnx_cache})
+    assert fastembed_variant(prompted, max_length=64, workdir=tmp_path) is None
