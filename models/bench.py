@@ -199,6 +199,7 @@ def measure(
     rounds: int,
     say: Callable[[str], None],
     after_pass: Callable[[], None] = lambda: None,
+    keep: dict[str, tuple[Any, Any]] | None = None,
 ) -> list[BenchRow]:
     """Quality from one whole-corpus pass per variant; speed as the best of `rounds` timed passes
     over `sample`, the variants interleaved within each round (rotated) so that load from other
@@ -209,7 +210,10 @@ def measure(
             ndcg[v.label] = None
             continue
         texts = [d.full_text() for d in ds.corpus.values()]
-        ndcg[v.label] = score(ds, v.docs(texts), v.queries(list(ds.queries.values())))
+        docs, queries = v.docs(texts), v.queries(list(ds.queries.values()))
+        ndcg[v.label] = score(ds, docs, queries)
+        if keep is not None and v.baseline:
+            keep[v.label] = (docs, queries)
         say(f"{section:6} {ds.name:13} {v.label:44} nDCG@10 {ndcg[v.label]:.4f}")
     best = {v.label: math.inf for v in variants}
     for v in variants:  # warm-up: first calls allocate and pick kernels
@@ -294,10 +298,11 @@ def fastembed_variant(settings: Settings, *, max_length: int, workdir: Path) -> 
     if any((st.prompts or {}).values()):
         return None  # fastembed would embed without the checkpoint's prompts
     tokenizer = st.tokenizer
+    encoder: Any = st[0].auto_model
     if "token_type_ids" not in tokenizer.model_input_names:
         return None
     path = export_onnx(
-        _HiddenStates(st[0].auto_model),
+        _HiddenStates(encoder),
         example=example_features(tokenizer),
         output_names=["last_hidden_state"],
         output_axes={"last_hidden_state": {0: "batch", 1: "sequence"}},
@@ -315,7 +320,7 @@ def fastembed_variant(settings: Settings, *, max_length: int, workdir: Path) -> 
     config = json.loads(config_path.read_text(encoding="utf-8"))
     config.update(model_max_length=max_length, max_length=max_length)
     config_path.write_text(json.dumps(config), encoding="utf-8")
-    st[0].auto_model.config.save_pretrained(folder)
+    encoder.config.save_pretrained(folder)
     name = f"rayweave-bench/{path.parent.name}"
     if name not in {m["model"] for m in TextEmbedding.list_supported_models()}:
         TextEmbedding.add_custom_model(
@@ -323,7 +328,7 @@ def fastembed_variant(settings: Settings, *, max_length: int, workdir: Path) -> 
             pooling=PoolingType.MEAN,
             normalization=True,
             sources=ModelSource(hf=name),
-            dim=int(st[0].auto_model.config.hidden_size),
+            dim=int(encoder.config.hidden_size),
             model_file="model.onnx",
         )
     model = TextEmbedding(
@@ -389,6 +394,7 @@ def _dense_rows(
     ]
     for (precision, backend), enc in encoders.items():
         variants.append(_encoder_variant(f"rayweave cpu {precision} {backend}", enc))
+    kept: dict[str, tuple[Any, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="rw-fastembed-") as workdir:
         try:
             extra = fastembed_variant(
@@ -399,7 +405,7 @@ def _dense_rows(
             say(f"dense fastembed: skipped ({exc})")
         if extra is not None:
             variants.append(extra)
-        return measure(
+        rows = measure(
             section="dense",
             model=ref,
             ds=ds,
@@ -409,7 +415,51 @@ def _dense_rows(
             score=dense_ndcg,
             rounds=rounds,
             say=say,
+            keep=kept,
         )
+    for docs, queries in kept.values():
+        rows += vector_quantization_rows(
+            ds, np.asarray(docs), np.asarray(queries), model=ref, say=say
+        )
+    return rows
+
+
+def vector_quantization_rows(
+    ds: BeirDataset,
+    docs: np.ndarray,
+    queries: np.ndarray,
+    *,
+    model: str,
+    say: Callable[[str], None],
+) -> list[BenchRow]:
+    """nDCG@10 of the fp32 baseline vectors stored as Qdrant would store them (no timing)."""
+    from rayweave.models.quantize import Int8Calibration, binary_scores, int8_scores
+
+    doc_ids = list(ds.corpus)
+    calibration = Int8Calibration.fit(docs, quantile=0.99)
+    schemes: list[tuple[str, np.ndarray, bool]] = [
+        ("float32 vectors", queries @ docs.T, True),
+        ("int8 scalar (quantile 0.99)", int8_scores(queries, docs, calibration), False),
+        ("binary (sign bits)", binary_scores(queries, docs), False),
+        ("binary + rescore (oversampling 4)", binary_scores(queries, docs, rescore=True), False),
+    ]
+    rows = []
+    for label, scores, base in schemes:
+        rows.append(
+            BenchRow(
+                section="vectors",
+                dataset=ds.name,
+                model=model,
+                variant=label,
+                texts=len(doc_ids),
+                tokens=0,
+                seconds=0.0,
+                ndcg10=_ndcg_from_scores(ds, doc_ids, scores, k=10),
+                baseline=base,
+            )
+        )
+        say(f"vectors {ds.name:13} {label:44} nDCG@10 {rows[-1].ndcg10:.4f}")
+    return rows
 
 
 class PlainSplade:
@@ -646,7 +696,8 @@ def add_ratios(rows: Sequence[BenchRow]) -> list[BenchRow]:
         if base is None:
             out.append(row)
             continue
-        speedup = row.tokens_per_s / base.tokens_per_s if base.tokens_per_s else None
+        timed = row.seconds > 0 and base.seconds > 0
+        speedup = row.tokens_per_s / base.tokens_per_s if timed and base.tokens_per_s else None
         change = None
         if row.ndcg10 is not None and base.ndcg10:
             change = (row.ndcg10 - base.ndcg10) / base.ndcg10
@@ -683,9 +734,9 @@ def render_table(rows: Sequence[BenchRow]) -> Any:
             r.dataset,
             _short_model(r.model),
             r.variant + (" (base)" if r.baseline else ""),
-            f"{r.texts_per_s:.1f}",
-            f"{r.tokens_per_s:.0f}",
-            f"{r.speedup:.2f}" if r.speedup is not None else "",
+            f"{r.texts_per_s:.1f}" if r.seconds > 0 else "",
+            f"{r.tokens_per_s:.0f}" if r.seconds > 0 and r.tokens else "",
+            f"{r.speedup:.2f}" if r.speedup is not None and r.seconds > 0 else "",
             f"{r.ndcg10:.4f}" if r.ndcg10 is not None else "",
             f"{r.ndcg_change:+.2%}" if r.ndcg_change is not None else "",
         )

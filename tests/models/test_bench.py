@@ -226,3 +226,17 @@ def test_fastembed_runs_the_same_int8_graph(
     assert cos.min() > 0.9999  # same graph, same truncation (256, not the stale 128)
     prompted = Settings(models={"dense": str(tiny_st_dir), "cache_dir": onnx_cache})
     assert fastembed_variant(prompted, max_length=64, workdir=tmp_path) is None
+
+
+def test_vector_quantization_rows() -> None:
+    from rayweave.models.bench import vector_quantization_rows
+
+    eye = np.eye(4, dtype=np.float32) - 0.2  # distinct sign patterns per document
+    eye /= np.linalg.norm(eye, axis=1, keepdims=True)
+    rows = vector_quantization_rows(dataset(), eye, eye[:3], model="m", say=lambda _: None)
+    assert rows[0].variant == "float32 vectors"
+    assert rows[0].baseline
+    assert all(r.ndcg10 == pytest.approx(1.0) for r in rows)
+    out = add_ratios(rows)
+    assert all(r.speedup is None for r in out)
+    assert all(r.ndcg_change == pytest.approx(0.0) for r in out)
