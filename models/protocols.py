@@ -14,7 +14,14 @@ TextKind = Literal["query", "document"]
 
 @runtime_checkable
 class TokenCounter(Protocol):
-    """Counts tokens the way the embedding model's tokenizer does (chunk sizes are in tokens)."""
+    """Counts tokens the way the embedding model's tokenizer does (chunk sizes are in tokens).
+
+    `count_tokens` counts text tokens only (no special tokens) and never truncates; `max_tokens` is
+    how many such tokens one input may hold before the encoder truncates it.
+    """
+
+    @property
+    def max_tokens(self) -> int: ...
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]: ...
 

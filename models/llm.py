@@ -1,0 +1,226 @@
+"""Chat models: any OpenAI-compatible endpoint, or a local transformers causal LM.
+
+`models.llm` is either `openai:<base_url>#<model>` (vLLM on Ray Serve, OpenAI, Ollama's `/v1`,
+anything speaking `POST <base_url>/chat/completions`) or a model reference for a local causal LM:
+a folder, a hub id, or a `.gguf` file (loaded by transformers with `gguf_file=`, which
+de-quantises it; the `gguf` package reads the file). Both answer `complete(messages)` with text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rayweave.cluster.errors import ConfigError, ModelError
+from rayweave.models.precision import ExecutionPlan
+from rayweave.models.resolve import resolve_model
+
+log = logging.getLogger(__name__)
+
+OPENAI_PREFIX = "openai:"
+_ROLES = ("system", "user", "assistant")
+_RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenAIEndpoint:
+    base_url: str
+    model: str
+
+
+def parse_openai_ref(ref: str) -> OpenAIEndpoint:
+    """`openai:http://host:8000/v1#model-name` -> endpoint; the model part is required."""
+    if not ref.startswith(OPENAI_PREFIX):
+        raise ConfigError(f"not an OpenAI-compatible reference: {ref!r}")
+    url, sep, model = ref[len(OPENAI_PREFIX) :].partition("#")
+    if not sep or not model.strip() or not url.startswith(("http://", "https://")):
+        raise ConfigError(
+            f"LLM reference {ref!r} must look like 'openai:http(s)://host[:port]/v1#<model>'"
+        )
+    return OpenAIEndpoint(base_url=url.rstrip("/"), model=model.strip())
+
+
+def check_messages(messages: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    """Validated copies of chat messages: each a `{"role", "content"}` with a known role."""
+    if isinstance(messages, str | bytes) or not messages:
+        raise ValueError("messages must be a non-empty list of {'role', 'content'} dicts")
+    checked = []
+    for i, msg in enumerate(messages):
+        role, content = msg.get("role"), msg.get("content")
+        if role not in _ROLES or not isinstance(content, str):
+            raise ValueError(
+                f"message {i} needs role in {_ROLES} and string content, got {dict(msg)!r}"
+            )
+        checked.append({"role": role, "content": content})
+    return checked
+
+
+class OpenAIChatModel:
+    """A chat-completions client with bounded retries (connection errors, 429 and 5xx)."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+        retries: int = 2,
+    ) -> None:
+        import httpx
+
+        self.url = f"{base_url.rstrip('/')}/chat/completions"
+        self.model = model
+        self.retries = retries
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=timeout_s, headers=headers)
+
+    def complete(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+    ) -> str:
+        import httpx
+
+        body = {
+            "model": self.model,
+            "messages": check_messages(messages),
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+        }
+        for attempt in range(self.retries + 1):
+            last = attempt == self.retries
+            try:
+                response = self._client.post(self.url, json=body)
+            except httpx.HTTPError as exc:
+                if last:
+                    raise ModelError(f"LLM endpoint {self.url} unreachable: {exc}") from exc
+                self._pause(attempt, None)
+                continue
+            if response.status_code in _RETRY_STATUS and not last:
+                self._pause(attempt, response.headers.get("retry-after"))
+                continue
+            if response.status_code >= 400:
+                raise ModelError(
+                    f"LLM endpoint {self.url} answered {response.status_code}: {response.text[:300]}"
+                )
+            return self._content(response)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _content(self, response: Any) -> str:
+        try:
+            content = response.json()["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise ModelError(
+                f"LLM endpoint {self.url} sent no chat completion: {response.text[:300]}"
+            ) from exc
+        return content if isinstance(content, str) else ""
+
+    @staticmethod
+    def _pause(attempt: int, retry_after: str | None) -> None:
+        delay = 0.5 * 2**attempt
+        if retry_after:
+            with contextlib.suppress(ValueError):
+                delay = min(float(retry_after), 10.0)
+        time.sleep(delay)
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class LocalCausalLM:
+    """A transformers causal LM answering with its chat template; greedy at temperature 0.
+
+    Generation is serialised with a lock: one model object is not safe to `generate` from several
+    threads at once, and on CPU parallel calls would only split the same cores.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, *, name: str, device: str = "cpu") -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.name = name
+        self.device = torch.device(device)
+        self._lock = threading.Lock()
+
+    def _inputs(self, messages: list[dict[str, str]]) -> dict[str, torch.Tensor]:
+        if getattr(self.tokenizer, "chat_template", None):
+            enc = self.tokenizer.apply_chat_template(
+                messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+            )
+        else:
+            prompt = "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:"
+            enc = self.tokenizer(prompt, return_tensors="pt")
+        return {
+            k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")
+        }
+
+    def complete(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+    ) -> str:
+        inputs = self._inputs(check_messages(messages))
+        pad = self.tokenizer.pad_token_id
+        if pad is None:
+            pad = self.tokenizer.eos_token_id
+        sampling: dict[str, Any] = (
+            {"do_sample": True, "temperature": temperature}
+            if temperature > 0
+            else {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+        )
+        with self._lock, torch.inference_mode():
+            output = self.model.generate(
+                **inputs, max_new_tokens=max_tokens, pad_token_id=pad, **sampling
+            )
+        new_tokens = output[0, inputs["input_ids"].shape[1] :]
+        return str(self.tokenizer.decode(new_tokens, skip_special_tokens=True)).strip()
+
+
+def _gguf_location(path: Path) -> tuple[Path, str | None]:
+    """(folder, gguf file name or None) for a file or folder reference."""
+    if path.is_file():
+        if path.suffix != ".gguf":
+            raise ModelError(f"{path} is a file but not a .gguf model")
+        return path.parent, path.name
+    ggufs = sorted(path.glob("*.gguf"))
+    if not (path / "config.json").is_file() and len(ggufs) == 1:
+        return path, ggufs[0].name
+    return path, None
+
+
+def load_local_causal_lm(ref: str, plan: ExecutionPlan) -> LocalCausalLM:
+    """Load a causal LM: GGUF files de-quantised by transformers (needs `gguf` and `accelerate`),
+    or a regular checkpoint. fp16/bf16 on GPU; on CPU fp32 (or bf16 when asked): dynamic int8
+    would change what a generative model says, so it is not applied here."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    resolved = resolve_model(ref)
+    location: str = resolved.location
+    gguf: dict[str, str] = {}
+    if resolved.path is not None:
+        folder, gguf_file = _gguf_location(resolved.path)
+        location = str(folder)
+        if gguf_file:
+            gguf = {"gguf_file": gguf_file}
+    dtype = plan.dtype if (plan.is_cuda or plan.dtype == torch.bfloat16) else torch.float32
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(location, **gguf)
+        model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype, **gguf)
+    except ImportError as exc:
+        raise ModelError(f"loading {ref!r} needs a missing package: {exc}") from exc
+    except Exception as exc:
+        raise ModelError(f"cannot load causal LM {ref!r}: {exc}") from exc
+    log.info("local LLM %s (%s, %s)", ref, plan.device, dtype)
+    return LocalCausalLM(model.to(plan.device), tokenizer, name=ref, device=plan.device)
