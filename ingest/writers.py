@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rayweave.cluster.errors import NotFoundError, VectorStoreError
+from rayweave.cluster.errors import NotFoundError
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Chunk, Document, Level
 from rayweave.cluster.vector_store import CollectionSpec, VectorPoint, VectorStore
@@ -57,7 +57,7 @@ def visible_document_hashes(store: VectorStore) -> dict[str, str]:
                 hashes[str(p.payload["doc_id"])] = str(p.payload.get("content_hash", ""))
             if offset is None:
                 return hashes
-    except VectorStoreError:
+    except NotFoundError:  # a new collection: nothing ingested yet
         return {}
 
 
@@ -73,9 +73,10 @@ def _point_ids_of(store: VectorStore, doc_ids: Sequence[str]) -> set[str]:
 
 class DocumentWriter:
     def __init__(
-        self, *, settings: Settings, vectors: VectorStore, graph: GraphStore | None
+        self, *, settings: Settings, vectors: VectorStore, graph: GraphStore | None, collection: str
     ) -> None:
         self.settings = settings
+        self.collection = collection
         self.vectors = vectors
         self.graph = graph
         self._collection_ready = False
