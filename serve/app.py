@@ -31,6 +31,7 @@ class AppArgs(BaseModel):
 
     config_file: Path | None = Field(default=None, description="rayweave.toml on the cluster.")
     home: Path | None = None
+    log_level: str | None = None
     ray: dict[str, Any] = Field(default_factory=dict)
     qdrant: dict[str, Any] = Field(default_factory=dict)
     graph: dict[str, Any] = Field(default_factory=dict)
@@ -39,7 +40,7 @@ class AppArgs(BaseModel):
     serve: dict[str, Any] = Field(default_factory=dict)
 
     def settings(self) -> Settings:
-        groups = {k: v for k, v in self.model_dump(exclude={"config_file"}).items() if v}
+        groups = {k: v for k, v in self.model_dump(exclude={"config_file"}).items() if v is not None and v != {}}
         return load_settings(self.config_file, **groups)
 
 
