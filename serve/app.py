@@ -40,7 +40,11 @@ class AppArgs(BaseModel):
     serve: dict[str, Any] = Field(default_factory=dict)
 
     def settings(self) -> Settings:
-        groups = {k: v for k, v in self.model_dump(exclude={"config_file"}).items() if v is not None and v != {}}
+        groups = {
+            k: v
+            for k, v in self.model_dump(exclude={"config_file"}).items()
+            if v is not None and v != {}
+        }
         return load_settings(self.config_file, **groups)
 
 

@@ -23,7 +23,9 @@ from rayweave.serve.vector_retriever import VectorSearch
 class LocalSearch:
     """Owns the in-process components; `service` answers like the HTTP app."""
 
-    def __init__(self, settings: Settings, *, collection: str | None = None, shared: bool = True) -> None:
+    def __init__(
+        self, settings: Settings, *, collection: str | None = None, shared: bool = True
+    ) -> None:
         self.vector = VectorSearch.from_settings(settings, shared=shared, collection=collection)
         self.graph = GraphSearch.from_settings(settings, collection=collection)
         web = None
@@ -44,7 +46,10 @@ class LocalSearch:
         )
         self.pipeline = pipeline
         self.service = SearchService(
-            settings=settings.serve, pipeline=pipeline, documents=self.vector, conversations=cast(Any, self.graph)
+            settings=settings.serve,
+            pipeline=pipeline,
+            documents=self.vector,
+            conversations=cast(Any, self.graph),
         )
 
     def close(self) -> None:
