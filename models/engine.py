@@ -121,6 +121,7 @@ class TextEngine:
             batch_tokens=self.batch_tokens,
             max_batch_size=self.max_batch_size,
             pad_to_multiple_of=self.pad_to_multiple_of,
+            max_width=self.max_length,
         )
         names = self.runner.input_names
         for batch in plan:
