@@ -50,7 +50,10 @@ T = TypeVar("T")
 
 
 def _settings(config: Path | None, collection: str | None = None, **overrides: Any) -> Settings:
+    from rayweave.cluster.runtime import apply_ray_environment
+
     settings = load_settings(config, **overrides)
+    apply_ray_environment(settings)
     if collection:
         settings = settings.model_copy(
             update={"qdrant": settings.qdrant.model_copy(update={"collection": collection})}

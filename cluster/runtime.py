@@ -13,6 +13,7 @@ Two facts of Ray 2.60 shape this module:
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
@@ -54,6 +55,12 @@ def _ray_env(settings: Settings) -> dict[str, str]:
     # Explicit either way: once ~/.ray/auth_token exists, Ray turns token mode on by itself.
     mode = "token" if settings.ray.auth == "token" else "disabled"
     return {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": mode}
+
+
+def apply_ray_environment(settings: Settings) -> None:
+    """Set Ray's process environment for these settings. Call at an edge (CLI, job, tests)
+    before Ray is imported anywhere: Ray reads RAY_AUTH_MODE once, at import time."""
+    os.environ.update(_ray_env(settings))
 
 
 def job_submit_env(settings: Settings) -> dict[str, str]:
@@ -122,13 +129,17 @@ def start_head(settings: Settings) -> HeadInfo:
         cmd.append(f"--num-cpus={ray_cfg.num_cpus}")
     if ray_cfg.num_gpus is not None:
         cmd.append(f"--num-gpus={ray_cfg.num_gpus}")
+    # Workers and job drivers inherit the head's environment: put this interpreter's bin first
+    # so that `ray job submit -- python -m rayweave...` runs with rayweave installed.
+    bin_dir = str(Path(sys.executable).parent)
+    path = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
     log = temp_dir / "start.log"
     with log.open("w") as out:
         proc = subprocess.run(
             cmd,
             stdout=out,
             stderr=subprocess.STDOUT,
-            env={**os.environ, **_ray_env(settings)},
+            env={**os.environ, **_ray_env(settings), "PATH": path},
             timeout=ray_cfg.start_timeout_s,
             check=False,
         )
@@ -159,7 +170,7 @@ def connect(settings: Settings, *, start: bool = True) -> None:
 
     if ray.is_initialized():
         return
-    os.environ.update(_ray_env(settings))
+    apply_ray_environment(settings)  # effective only if Ray was not imported yet; see its docstring
     if settings.ray.address is not None:
         address = settings.ray.address
     else:
@@ -175,7 +186,7 @@ def connect(settings: Settings, *, start: bool = True) -> None:
             address=address,
             namespace=settings.ray.namespace,
             log_to_driver=False,
-            logging_level="WARNING",
+            logging_level=logging.WARNING,
             configure_logging=True,
         )
     except ConnectionError as exc:

@@ -94,7 +94,7 @@ def stop_all(settings: Settings) -> list[str]:
         except Exception as exc:
             lines.append(f"serve: {type(exc).__name__}: {exc}")
         closed = shutdown_vector_actors(settings.ray.namespace)
-        lines.append(f"vectors: flushed and closed {closed} store actor(s)")
+        lines.append(f"vectors: flushed and closed {len(closed)} store actor(s)")
         n = stop_head(settings)
         lines.append(f"ray: stopped ({n} processes)")
     else:

@@ -33,6 +33,19 @@ class Level(StrEnum):
     PROPOSITION = "proposition"
 
 
+class QueryType(StrEnum):
+    """What a query asks for (seed 000); decides the retrieval profile and graph traversals."""
+
+    HOW_TO = "how-to"
+    WHAT_IS = "what-is"
+    WHY = "why"
+    ERROR = "error"
+    CODE = "code"
+    COMPARISON = "comparison"
+    MULTI_HOP = "multi-hop"
+    GENERAL = "general"
+
+
 class ContentType(StrEnum):
     MARKDOWN = "markdown"
     RST = "rst"

@@ -7,6 +7,8 @@ UUIDs inside the adapters because Qdrant accepts only integers and UUIDs.
 
 Adapters: `QdrantEdgeStore` (qdrant-edge-py, in-process, the default) and `QdrantClientStore`
 (qdrant-client: a server URL, or its local mode). `open_vector_store` picks one from settings.
+Embedded engines lock their folder to one process; components in other processes (Ray Data
+writers, Serve replicas) use `rayweave.cluster.vector_service.connect_vector_store` instead.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class CollectionSpec:
     image_dim: int | None = None
     # Payload fields that get a keyword index (filters on them stay fast at scale).
     keyword_fields: tuple[str, ...] = (
+        "chunk_id",
         "doc_id",
         "level",
         "content_type",
@@ -48,6 +51,8 @@ class CollectionSpec:
         "parent_id",
         "source",
     )
+    # Payload fields that get a bool index: `visible` hides a document's chunks until all are written.
+    bool_fields: tuple[str, ...] = ("visible",)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,32 +81,59 @@ class VectorQuery:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScoredPoint:
+    """A search hit or a retrieved point; `id` is the chunk id, `score` 0.0 outside searches.
+
+    `vectors` is filled only by `retrieve(..., with_vectors=True)`: dense and image vectors as
+    float32 arrays (cosine collections return them normalised), sparse as `SparseVector`.
+    """
+
     id: str
     score: float
     payload: Mapping[str, Any] = field(default_factory=dict)
+    vectors: Mapping[str, np.ndarray | SparseVector] = field(default_factory=dict)
 
 
 @runtime_checkable
 class VectorStore(Protocol):
-    def ensure_collection(self, spec: CollectionSpec) -> None:
-        """Create the collection if missing; verify its shape if present."""
+    """One collection of points. Implementations are safe to call from several threads.
 
-    def upsert(self, points: Sequence[VectorPoint]) -> None: ...
+    Writes are acknowledged only once durable (flushed, or confirmed by the server). Filters map
+    payload fields to a value (equality) or a list (any-of); all entries must hold. Mutations by
+    filter refuse an empty filter: `drop()` is the way to remove everything.
+    """
+
+    def ensure_collection(self, spec: CollectionSpec) -> None:
+        """Create the collection if missing; verify its shape if present (VectorStoreError if not)."""
+
+    def upsert(self, points: Sequence[VectorPoint]) -> None:
+        """Insert or replace points by id; the same ids twice leave one copy."""
 
     def delete(self, filter: Filter) -> int:
         """Delete matching points; returns how many were deleted."""
 
-    def query(self, query: VectorQuery) -> list[ScoredPoint]: ...
+    def set_payload(self, filter: Filter, payload: Mapping[str, Any]) -> int:
+        """Merge `payload`'s keys into every matching point's payload; returns how many matched.
 
-    def query_batch(self, queries: Sequence[VectorQuery]) -> list[list[ScoredPoint]]: ...
+        Ingestion writes a document's chunks with `visible=False`, then flips them all to True
+        with one call, so readers filtering on `visible` never see half a document.
+        """
 
-    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[ScoredPoint]: ...
+    def query(self, query: VectorQuery) -> list[ScoredPoint]:
+        """Best matches first. `image` mode searches the `image` vector with `query.dense`."""
 
-    def count(self, filter: Filter | None = None) -> int: ...
+    def query_batch(self, queries: Sequence[VectorQuery]) -> list[list[ScoredPoint]]:
+        """One result list per query, in order; engines plan the batch as a whole."""
+
+    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[ScoredPoint]:
+        """Points by chunk id, in the order asked; unknown ids are left out."""
+
+    def count(self, filter: Filter | None = None) -> int:
+        """Exact number of matching points."""
 
     def scroll(
         self, *, filter: Filter | None = None, limit: int = 256, offset: str | None = None
-    ) -> tuple[list[ScoredPoint], str | None]: ...
+    ) -> tuple[list[ScoredPoint], str | None]:
+        """A page of points in id order and an opaque cursor for the next page (None at the end)."""
 
     def optimize(self) -> None:
         """Build indexes/quantization now (embedded engines); a no-op for servers."""
@@ -109,7 +141,8 @@ class VectorStore(Protocol):
     def drop(self) -> None:
         """Remove the collection and its data."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Flush and release the collection (files, locks, connections)."""
 
 
 def open_vector_store(

@@ -30,13 +30,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", type=Path, default=None, help="write the summary as JSON here")
     args = parser.parse_args(argv)
 
-    import ray
-
-    from rayweave.ingest.pipeline import run_ingest
-
     console = Console(stderr=True, force_terminal=False)
     try:
         settings = load_settings(args.config)
+        from rayweave.cluster.runtime import apply_ray_environment
+
+        apply_ray_environment(settings)
+        import ray
+
+        from rayweave.ingest.pipeline import run_ingest
+
         if (
             settings.ray.address is None
             and os.environ.get("RAY_ADDRESS")

@@ -199,19 +199,23 @@ def run_ingest(
             progress.update(task, advance=len(batch["outcome"]))
 
     with console.status("linking entities across documents and building the vector index"):
-        finalize(settings, collection)
+        summary.graph_nodes, summary.graph_edges = finalize(settings, collection)
     summary.seconds = time.monotonic() - started
     return summary
 
 
-def finalize(settings: Settings, collection: str) -> None:
-    """Corpus-wide steps after all documents are written: graph-wide edges, vector index build."""
+def finalize(settings: Settings, collection: str) -> tuple[int, int]:
+    """Corpus-wide steps after all documents are written: edges that batch-by-batch building
+    cannot see (a title ingested after the chunk naming it, co-occurrence statistics), and the
+    vector index build. Returns the namespace's graph node and relationship totals."""
     from rayweave.cluster.vector_service import connect_vector_store
+    from rayweave.graph.indexing import rebuild_corpus_edges
     from rayweave.graph.store import open_graph_store
 
     graph = open_graph_store(settings, namespace=collection)
     try:
-        graph.finalize()
+        rebuild_corpus_edges(graph)
+        counts = graph.counts()
     finally:
         graph.close()
     store = connect_vector_store(
@@ -222,6 +226,7 @@ def finalize(settings: Settings, collection: str) -> None:
         shared=True,
     )
     store.optimize()
+    return sum(counts.nodes.values()), sum(counts.relationships.values())
 
 
 def delete_documents(

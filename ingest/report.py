@@ -25,8 +25,6 @@ class DocumentOutcome:
     status: DocStatus
     chunks: int = 0
     vectors: int = 0
-    graph_nodes: int = 0
-    graph_edges: int = 0
     error: str | None = None
 
 
@@ -39,7 +37,7 @@ class IngestSummary:
     documents_failed: int = 0
     chunks: int = 0
     vectors: int = 0
-    graph_nodes: int = 0
+    graph_nodes: int = 0  # totals in the namespace after the run
     graph_edges: int = 0
     seconds: float = 0.0
     errors: list[DocumentError] = field(default_factory=list)
@@ -60,8 +58,6 @@ class IngestSummary:
                 self.add_error(outcome.source, outcome.error or "unknown error")
         self.chunks += outcome.chunks
         self.vectors += outcome.vectors
-        self.graph_nodes += outcome.graph_nodes
-        self.graph_edges += outcome.graph_edges
 
     def add_error(self, path: str, reason: str) -> None:
         self.documents_failed += 1

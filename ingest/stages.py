@@ -93,15 +93,6 @@ def load_beir_records(batch: Batch) -> Batch:
     return _batch(works)
 
 
-def embed_text(chunk: Chunk) -> str:
-    """The text encoders see: code gets identifiers split into words, prose its heading context."""
-    if chunk.content_type is ContentType.CODE and chunk.level is not Level.DOCUMENT:
-        from rayweave.ingest.code import code_embed_text
-
-        return code_embed_text(chunk.text, chunk.language, title=chunk.title)
-    return chunk.embed_text()
-
-
 class ChunkDocuments:
     """Decide insert/update/skip from content hashes, then chunk with the dense model's tokenizer."""
 
@@ -128,7 +119,7 @@ class ChunkDocuments:
             try:
                 chunked = chunk_document(doc, tokens=self.tokens, settings=self.settings.ingest)
                 work.chunks = list(chunked.chunks)
-                work.texts = [embed_text(c) for c in work.chunks]
+                work.texts = list(chunked.embed_texts)
             except Exception as exc:
                 work.fail(exc)
         return _batch(works)

@@ -13,10 +13,12 @@ redoes the document because its visible hash is not the new one. Retrievers filt
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rayweave.cluster.errors import VectorStoreError
+from rayweave.cluster.errors import NotFoundError
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Chunk, Document, Level
 from rayweave.cluster.vector_store import CollectionSpec, VectorPoint, VectorStore
@@ -27,6 +29,9 @@ if TYPE_CHECKING:
     from rayweave.ingest.stages import DocWork
 
 VISIBLE = "visible"
+# Entities stored by earlier batches are linked through the gazetteer; re-reading it for every
+# batch would cost a full alias scan, and the corpus-wide rebuild after ingest closes any gap.
+GAZETTEER_TTL_S = 30.0
 
 
 def chunk_payload(chunk: Chunk, document: Document) -> dict[str, Any]:
@@ -52,7 +57,7 @@ def visible_document_hashes(store: VectorStore) -> dict[str, str]:
                 hashes[str(p.payload["doc_id"])] = str(p.payload.get("content_hash", ""))
             if offset is None:
                 return hashes
-    except VectorStoreError:
+    except NotFoundError:  # a new collection: nothing ingested yet
         return {}
 
 
@@ -68,12 +73,15 @@ def _point_ids_of(store: VectorStore, doc_ids: Sequence[str]) -> set[str]:
 
 class DocumentWriter:
     def __init__(
-        self, *, settings: Settings, vectors: VectorStore, graph: GraphStore | None
+        self, *, settings: Settings, vectors: VectorStore, graph: GraphStore | None, collection: str
     ) -> None:
         self.settings = settings
+        self.collection = collection
         self.vectors = vectors
         self.graph = graph
         self._collection_ready = False
+        self._gazetteer: Mapping[str, Sequence[str]] | None = None
+        self._gazetteer_at = 0.0
 
     @classmethod
     def open(cls, settings: Settings, *, collection: str, shared: bool) -> DocumentWriter:
@@ -88,7 +96,7 @@ class DocumentWriter:
             shared=shared,
         )
         graph = open_graph_store(settings, namespace=collection)
-        return cls(settings=settings, vectors=vectors, graph=graph)
+        return cls(settings=settings, vectors=vectors, graph=graph, collection=collection)
 
     def close(self) -> None:
         if self.graph is not None:
@@ -100,9 +108,7 @@ class DocumentWriter:
         dim = next(w.dense.shape[1] for w in works if w.dense is not None)
         image_dim = next((len(v) for w in works for v in w.image.values()), None)
         self.vectors.ensure_collection(
-            CollectionSpec(
-                name=self.settings.qdrant.collection, dense_dim=int(dim), image_dim=image_dim
-            )
+            CollectionSpec(name=self.collection, dense_dim=int(dim), image_dim=image_dim)
         )
         self._collection_ready = True
 
@@ -143,39 +149,50 @@ class DocumentWriter:
         for start in range(0, len(points), step):
             self.vectors.upsert(points[start : start + step])
 
-        graph_counts: dict[str, tuple[int, int]] = {}
         if self.graph is not None:
-            if updated:
-                self.graph.delete_documents(updated)
-            graph_counts = self.graph.write_documents(
-                [
-                    (w.document, w.chunks, w.entities or [[] for _ in w.chunks])
-                    for w in works
-                    if w.document is not None
-                ]
-            )
+            self._write_graph(works, updated)
 
         stale = previous_ids - {p.id for p in points}
         if stale:
             self.vectors.delete({"chunk_id": sorted(stale)})
         self.vectors.set_payload({"doc_id": doc_ids}, {VISIBLE: True})
 
-        outcomes = []
-        for w in works:
-            assert w.document is not None
-            nodes, edges = graph_counts.get(w.document.id, (0, 0))
-            outcomes.append(
-                DocumentOutcome(
-                    doc_id=w.document.id,
-                    source=w.source,
-                    status=w.status,
-                    chunks=len(w.chunks),
-                    vectors=len(w.chunks),
-                    graph_nodes=nodes,
-                    graph_edges=edges,
-                )
+        return [
+            DocumentOutcome(
+                doc_id=w.document.id if w.document is not None else "",
+                source=w.source,
+                status=w.status,
+                chunks=len(w.chunks),
+                vectors=len(w.chunks),
             )
-        return outcomes
+            for w in works
+        ]
+
+    def _write_graph(self, works: Sequence[DocWork], updated: Sequence[str]) -> None:
+        """Replace changed documents' structure, then index this batch (documents, chunks,
+        entities, edges) against the gazetteer of entities stored so far."""
+        from rayweave.graph.indexing import index_batch
+
+        assert self.graph is not None
+        self._delete_graph(updated)
+        now = time.monotonic()
+        if self._gazetteer is None or now - self._gazetteer_at > GAZETTEER_TTL_S:
+            self._gazetteer, self._gazetteer_at = self.graph.gazetteer(), now
+        chunks = [c for w in works for c in w.chunks]
+        mentions = {
+            c.id: ents
+            for w in works
+            if w.entities is not None
+            for c, ents in zip(w.chunks, w.entities, strict=True)
+            if ents
+        }
+        index_batch(
+            self.graph,
+            chunks,
+            documents=[w.document for w in works if w.document is not None],
+            mentions=mentions,
+            gazetteer=self._gazetteer,
+        )
 
     @staticmethod
     def _point(w: DocWork, i: int) -> VectorPoint:
@@ -202,6 +219,14 @@ class DocumentWriter:
             )[0]
         }
         self.vectors.delete({"doc_id": list(doc_ids)})
-        if self.graph is not None:
-            self.graph.delete_documents(list(doc_ids))
+        self._delete_graph(doc_ids)
         return len(present)
+
+    def _delete_graph(self, doc_ids: Sequence[str]) -> None:
+        if self.graph is None:
+            return
+        for doc_id in doc_ids:
+            # Absent from the graph: vectors without graph after an earlier crash, or an id
+            # that never existed. Either way there is nothing to remove.
+            with contextlib.suppress(NotFoundError):
+                self.graph.delete_document(doc_id)

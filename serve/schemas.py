@@ -7,18 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rayweave.cluster.types import GraphPath, Hit
+from rayweave.cluster.types import GraphPath, Hit, QueryType
 
-
-class QueryType(StrEnum):
-    HOW_TO = "how-to"
-    WHAT_IS = "what-is"
-    WHY = "why"
-    ERROR = "error"
-    CODE = "code"
-    COMPARISON = "comparison"
-    MULTI_HOP = "multi-hop"
-    GENERAL = "general"
+__all__ = ["QueryType"]  # re-exported: part of the API vocabulary
 
 
 class ContentScope(StrEnum):

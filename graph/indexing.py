@@ -1,0 +1,88 @@
+"""Writing chunks into the graph: per batch during ingest, and once over the corpus after it.
+
+`index_batch` is what an ingest writer calls for each batch of chunks: documents, chunk nodes
+and structure, then the builders' entities and edges, linking to entities earlier batches
+stored (their aliases are the gazetteer). Corpus-level evidence cannot be complete batch by
+batch: a title ingested later is not in an earlier batch's gazetteer, and co-occurrence
+statistics need every unit. `rebuild_corpus_edges` closes that gap after ingest: it rebuilds
+from every stored chunk and merges the result (edges only ever strengthen; RELATED_TO, being
+corpus statistics, is replaced).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from rayweave.cluster.types import Chunk, Document, Entity
+from rayweave.graph.builders import Extraction, build_graph
+from rayweave.graph.schema import EdgeSource, GraphBatch, RelType
+from rayweave.graph.store import GraphStore, WriteReport
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexReport:
+    documents: int
+    chunks: int
+    graph: WriteReport
+
+
+def index_batch(
+    store: GraphStore,
+    chunks: Sequence[Chunk],
+    *,
+    documents: Sequence[Document] = (),
+    mentions: Mapping[str, Sequence[Entity]] | None = None,
+    extractions: Mapping[str, Extraction] | None = None,
+    gazetteer: Mapping[str, Sequence[str]] | None = None,
+) -> IndexReport:
+    """Write one ingest batch. `gazetteer` defaults to `store.gazetteer()` (pass a cached one to
+    save that read on large namespaces)."""
+    docs = store.write_documents(documents) if documents else 0
+    written = store.write_chunks(chunks) if chunks else 0
+    known = store.gazetteer() if gazetteer is None else gazetteer
+    batch = build_graph(
+        chunks,
+        mentions,
+        documents=documents,
+        known=known,
+        extractions=extractions,
+        settings=store.settings,
+    )
+    return IndexReport(documents=docs, chunks=written, graph=store.write_batch(batch))
+
+
+def rebuild_corpus_edges(store: GraphStore) -> WriteReport:
+    """Re-run the rule-based builders over every stored chunk of the namespace (see module
+    docstring). Extractor and LLM edges already stored stay; their entities join the gazetteer."""
+    chunks = store.chunks()
+    batch = build_graph(chunks, known=store.gazetteer(), settings=store.settings)
+    related = tuple(
+        e
+        for e in batch.edges
+        if e.rel is RelType.RELATED_TO and e.source is EdgeSource.COOCCURRENCE
+    )
+    rest = GraphBatch(
+        entities=batch.entities,
+        topics=batch.topics,
+        edges=tuple(e for e in batch.edges if e not in related),
+    )
+    report = store.write_batch(rest)
+    linked = 0
+    if related:
+        store.write(
+            """
+            MATCH (a:Entity {ns: $ns})-[r:RELATED_TO]->(:Entity)
+            WHERE r.source = $source
+            DELETE r
+            """,
+            {"source": EdgeSource.COOCCURRENCE.value},
+            op="rebuild_corpus_edges",
+        )
+        linked = store.write_edges(related, mode="replace")
+    return WriteReport(
+        entities=report.entities,
+        topics=report.topics,
+        edges=report.edges + linked,
+        skipped_edges=report.skipped_edges,
+    )

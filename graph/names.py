@@ -1,0 +1,291 @@
+"""Entity name normalisation shared by the builders (ingest) and the traversals (query time).
+
+Both sides must map a surface form to the same string, or a query never finds what ingestion
+stored: "Ray Serve", "ray-serve" and "RAY SERVE" all become `ray serve`; "Arthur's Magazine"
+becomes `arthurs magazine`; `ray.serve.run()` becomes `ray.serve.run`. Plurals are not folded
+here (that would turn "The Beatles" into `beatle`): `variants` adds the singular form, lookups
+try both, and the builders merge a plural into its singular when both occur. Code-like names
+(dotted, snake_case, camelCase) keep their case-folded form and are never singularised.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
+
+from rayweave.cluster.types import stable_id
+
+_APOSTROPHES = re.compile(r"['’`´]")
+_CODE_NAME = re.compile(
+    r"^[A-Za-z_][\w]*(?:(?:\.|::)[A-Za-z_][\w]*)+$|^[A-Za-z_]*_[\w]*$|^[a-z]+[A-Z]\w*$"
+)
+_CALL_SUFFIX = re.compile(r"\(\s*\)$")
+_NON_WORD = re.compile(r"[^\w.:]+|(?<!\w)[.:]+|[.:]+(?!\w)")
+_SPACES = re.compile(r"\s+")
+_TOKEN = re.compile(r"[A-Za-z0-9_][\w'’.:-]*[\w]|[A-Za-z0-9_]")
+_LEADING_ARTICLES = ("the ", "a ", "an ")
+
+# Words that never form an entity on their own (a gazetteer over titles like "The" or "It").
+STOPWORDS: frozenset[str] = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "also",
+        "may",
+        "might",
+        "must",
+        "shall",
+    ]
+)
+
+
+def is_code_name(name: str) -> bool:
+    """Dotted (`pkg.mod.func`, `a::b`), snake_case or camelCase identifiers."""
+    return bool(_CODE_NAME.match(_CALL_SUFFIX.sub("", name.strip())))
+
+
+def singular_word(word: str) -> str:
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "shes", "ches", "xes", "zes")):
+        return word[:-2]
+    # Over-folding ("status" -> "statu") is harmless: a singular only merges names when both
+    # forms occur, and lookups try it beside the original; under-folding would miss "GPUs".
+    if word.endswith("s") and not word.endswith(("ss", "ous", "sis")):
+        return word[:-1]
+    return word
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def normalize_name(name: str) -> str:
+    """The canonical lookup form of a surface name (see module docstring); '' when nothing is left."""
+    text = unicodedata.normalize("NFKC", name).strip()
+    text = _CALL_SUFFIX.sub("", text)
+    if is_code_name(text):
+        return text.lower()
+    if not text.isascii():
+        text = unicodedata.normalize("NFKD", text)
+        text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    text = _APOSTROPHES.sub("", text).lower()
+    text = _NON_WORD.sub(" ", text.replace("-", " ").replace("_", " "))
+    text = _SPACES.sub(" ", text).strip()
+    for article in _LEADING_ARTICLES:
+        if text.startswith(article) and len(text) > len(article) + 2:
+            text = text[len(article) :]
+            break
+    return text
+
+
+def singular(normalized: str) -> str:
+    """The normalised name with its last word singularised (`ray deployments` -> `ray deployment`)."""
+    if not normalized or is_code_name(normalized):
+        return normalized
+    head, _, last = normalized.rpartition(" ")
+    last = singular_word(last)
+    return f"{head} {last}" if head else last
+
+
+def variants(normalized: str) -> tuple[str, ...]:
+    """The forms a lookup should try: the name itself and its singular."""
+    one = singular(normalized)
+    return (normalized,) if one == normalized else (normalized, one)
+
+
+def entity_id(normalized: str) -> str:
+    """Stable entity id of a normalised name (the same on every machine and run)."""
+    return stable_id("entity", normalized)
+
+
+def short_name(normalized: str) -> str | None:
+    """`pkg.mod.func` -> `func` (the unqualified alias of a dotted code name), else None."""
+    for sep in ("::", "."):
+        if sep in normalized:
+            tail = normalized.rsplit(sep, 1)[1]
+            return tail or None
+    return None
+
+
+def tokens(text: str) -> list[str]:
+    """Word-ish tokens that keep code names (`a.b`, `snake_case`) and inner apostrophes whole."""
+    return [t.rstrip(".:") for t in _TOKEN.findall(text)]
+
+
+def first_words(names: Iterable[str]) -> frozenset[str]:
+    """The first words of normalised names: `name_ngrams(starts=...)` skips other windows."""
+    out: set[str] = set()
+    for name in names:
+        out.add(name.split(" ", 1)[0])
+        out.add(name.replace("_", " ").split(" ", 1)[0])
+    return frozenset(out)
+
+
+def name_ngrams(
+    text: str, max_len: int, *, starts: AbstractSet[str] | None = None
+) -> Iterator[tuple[int, int, str]]:
+    """(token position, length, normalised n-gram) for every 1..max_len-token window of `text`.
+
+    This is how both the gazetteer (which names occur in a chunk) and query-time entity lookup
+    (which names a query contains) see text, so the two agree by construction. `starts`
+    (from `first_words` over the names looked for) prunes windows that cannot match, which
+    makes a gazetteer pass over long texts several times faster.
+    """
+    toks = tokens(text)
+    for i in range(len(toks)):
+        if toks[i].lower() in STOPWORDS:
+            # "the Beatles" is still found through its window starting at "Beatles".
+            continue
+        if starts is not None:
+            head = normalize_name(toks[i])
+            if (
+                head.split(" ", 1)[0] not in starts
+                and head.replace("_", " ").split(" ", 1)[0] not in starts
+            ):
+                continue
+        for n in range(1, max_len + 1):
+            if i + n > len(toks):
+                break
+            if toks[i + n - 1].lower() in STOPWORDS:
+                continue
+            norm = normalize_name(" ".join(toks[i : i + n]))
+            if norm:
+                yield i, n, norm
+
+
+def is_informative(normalized: str) -> bool:
+    """Whether a name can stand as an entity: not a stopword, not a bare number, >= 2 chars."""
+    if len(normalized) < 2 or normalized in STOPWORDS:
+        return False
+    return not normalized.replace(" ", "").replace(".", "").isdigit()
+
+
+def unique(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(i for i in items if i))

@@ -1,0 +1,240 @@
+"""The knowledge graph's schema: labels, relationship types, keys, rows and DDL.
+
+Nodes (one label each; ArcadeDB maps a label to a type, and multi-label nodes lose their
+indexes there):
+
+- `Document`: one source document, which also carries its `Level.DOCUMENT` chunk (the summary)
+  as `chunk_id`/`ckey`/`text`; `Section` and `Proposition`: the other two chunk levels.
+- `Entity` (concepts, named entities, code symbols, error codes, document titles), `Alias`
+  (one per normalised surface form, `ALIAS_OF` its entities: exact and alias lookups are one
+  index seek each), `Topic` (a keyword cluster).
+- `Conversation`, `Message`, `User` (seed 003).
+
+Every node has `ns` (the namespace a corpus was ingested into), `id`, and a `key` equal to
+`ns + ":" + id` under a uniqueness constraint (Neo4j community has no composite node keys).
+Every query is scoped by `ns` through the key or the indexed `ns` property.
+
+Relationships carry `weight` (traversal strength), `confidence` (how sure the builder was;
+`prune` removes weak inferred ones) and `source` (which rule made them). Labels and types only
+ever come from the enums here; values only ever travel as query parameters.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TypeAlias
+
+from rayweave.cluster.errors import ConfigError
+from rayweave.cluster.types import Level
+
+
+class NodeLabel(StrEnum):
+    DOCUMENT = "Document"
+    SECTION = "Section"
+    PROPOSITION = "Proposition"
+    ENTITY = "Entity"
+    ALIAS = "Alias"
+    TOPIC = "Topic"
+    CONVERSATION = "Conversation"
+    MESSAGE = "Message"
+    USER = "User"
+
+
+class RelType(StrEnum):
+    CHUNK_OF = "CHUNK_OF"  # Section|Proposition -> Document
+    HAS_CHILD = "HAS_CHILD"  # parent chunk -> child chunk
+    NEXT = "NEXT"  # chunk -> following sibling chunk
+    EXPLAINS = "EXPLAINS"  # chunk -> Entity it defines or is titled after
+    MENTIONS = "MENTIONS"  # chunk|Message -> Entity (count)
+    BELONGS_TO = "BELONGS_TO"  # Document|Section -> Topic
+    RELATED_TO = "RELATED_TO"  # Entity -> Entity (undirected in meaning, stored once)
+    REFERENCES = "REFERENCES"  # chunk|Message -> chunk|Document
+    DEFINES = "DEFINES"  # chunk -> Entity (code symbol)
+    USES = "USES"  # chunk -> Entity (code symbol, dependency)
+    SOLVES = "SOLVES"  # chunk -> Entity (error code or message) whose fix it explains
+    PART_OF = "PART_OF"  # Message -> Conversation
+    CREATED = "CREATED"  # User -> Message
+    VIEWED = "VIEWED"  # User -> Document (view_count, first/last_viewed_at)
+    ALIAS_OF = "ALIAS_OF"  # Alias -> Entity
+
+
+class EdgeSource(StrEnum):
+    """Which rule made an edge. Structural and user-made edges are never pruned."""
+
+    STRUCTURE = "structure"
+    TITLE = "title"
+    HEADING = "heading"
+    DEFINITION = "definition"
+    EXTRACTOR = "extractor"
+    GAZETTEER = "gazetteer"
+    COOCCURRENCE = "cooccurrence"
+    KEYWORDS = "keywords"
+    CODE = "code"
+    ERROR = "error"
+    LINK = "link"
+    LLM = "llm"
+    CONVERSATION = "conversation"
+    USER = "user"
+
+
+INFERRED_SOURCES: frozenset[EdgeSource] = frozenset(
+    {
+        EdgeSource.DEFINITION,
+        EdgeSource.EXTRACTOR,
+        EdgeSource.GAZETTEER,
+        EdgeSource.COOCCURRENCE,
+        EdgeSource.KEYWORDS,
+        EdgeSource.ERROR,
+        EdgeSource.LLM,
+    }
+)
+
+CHUNK_LABELS: tuple[NodeLabel, ...] = (NodeLabel.DOCUMENT, NodeLabel.SECTION, NodeLabel.PROPOSITION)
+_LEVEL_LABEL = {
+    Level.DOCUMENT: NodeLabel.DOCUMENT,
+    Level.SECTION: NodeLabel.SECTION,
+    Level.PROPOSITION: NodeLabel.PROPOSITION,
+}
+_CHUNKS = frozenset(CHUNK_LABELS)
+_ENTITY = frozenset({NodeLabel.ENTITY})
+
+# Which endpoint labels each relationship type accepts; writes outside this are rejected.
+ENDPOINTS: Mapping[RelType, tuple[frozenset[NodeLabel], frozenset[NodeLabel]]] = {
+    RelType.CHUNK_OF: (
+        frozenset({NodeLabel.SECTION, NodeLabel.PROPOSITION}),
+        frozenset({NodeLabel.DOCUMENT}),
+    ),
+    RelType.HAS_CHILD: (_CHUNKS, _CHUNKS),
+    RelType.NEXT: (_CHUNKS, _CHUNKS),
+    RelType.EXPLAINS: (_CHUNKS, _ENTITY),
+    RelType.MENTIONS: (_CHUNKS | {NodeLabel.MESSAGE}, _ENTITY),
+    RelType.BELONGS_TO: (_CHUNKS, frozenset({NodeLabel.TOPIC})),
+    RelType.RELATED_TO: (_ENTITY, _ENTITY),
+    RelType.REFERENCES: (_CHUNKS | {NodeLabel.MESSAGE}, _CHUNKS),
+    RelType.DEFINES: (_CHUNKS, _ENTITY),
+    RelType.USES: (_CHUNKS, _ENTITY),
+    RelType.SOLVES: (_CHUNKS, _ENTITY),
+    RelType.PART_OF: (frozenset({NodeLabel.MESSAGE}), frozenset({NodeLabel.CONVERSATION})),
+    RelType.CREATED: (frozenset({NodeLabel.USER}), frozenset({NodeLabel.MESSAGE})),
+    RelType.VIEWED: (frozenset({NodeLabel.USER}), frozenset({NodeLabel.DOCUMENT})),
+    RelType.ALIAS_OF: (frozenset({NodeLabel.ALIAS}), _ENTITY),
+}
+
+# Relationship types through which an entity stays "in use" (not orphaned).
+ENTITY_ANCHORS: tuple[RelType, ...] = (
+    RelType.MENTIONS,
+    RelType.EXPLAINS,
+    RelType.DEFINES,
+    RelType.USES,
+    RelType.SOLVES,
+)
+
+_NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def label_for_level(level: Level | str) -> NodeLabel:
+    return _LEVEL_LABEL[Level(level)]
+
+
+def check_namespace(ns: str) -> str:
+    """A namespace is 1-64 letters, digits, `_`, `.` or `-` (it prefixes every key)."""
+    if not isinstance(ns, str) or not _NAMESPACE.match(ns):
+        raise ConfigError(
+            f"graph namespace {ns!r} is invalid: use 1-64 letters, digits, '_', '.' or '-', "
+            "starting with a letter or digit"
+        )
+    return ns
+
+
+def node_key(ns: str, node_id: str) -> str:
+    return f"{ns}:{node_id}"
+
+
+PropertyValue: TypeAlias = str | int | float | bool | list[str] | list[int] | list[float] | None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRef:
+    """A node by label and id (namespace implied by the store)."""
+
+    label: NodeLabel
+    id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntityRow:
+    """A resolved entity. `aliases` are normalised surface forms (the canonical one included)."""
+
+    id: str
+    name: str
+    kind: str = "concept"
+    aliases: tuple[str, ...] = ()
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicRow:
+    id: str
+    name: str
+    keywords: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EdgeRow:
+    """One relationship to merge. Re-writing the same row is a no-op (idempotent)."""
+
+    rel: RelType
+    src: NodeRef
+    dst: NodeRef
+    weight: float = 1.0
+    confidence: float = 1.0
+    source: EdgeSource = EdgeSource.STRUCTURE
+    count: int = 1
+    props: Mapping[str, PropertyValue] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        srcs, dsts = ENDPOINTS[self.rel]
+        if self.src.label not in srcs or self.dst.label not in dsts:
+            raise ValueError(
+                f"{self.rel} cannot link {self.src.label} -> {self.dst.label} "
+                f"(allowed: {sorted(srcs)} -> {sorted(dsts)})"
+            )
+        if not 0.0 <= self.confidence <= 1.0:
+            raise ValueError(f"edge confidence must lie in [0, 1], got {self.confidence}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GraphBatch:
+    """What the builders produce and `GraphStore.write_batch` writes."""
+
+    entities: tuple[EntityRow, ...] = ()
+    topics: tuple[TopicRow, ...] = ()
+    edges: tuple[EdgeRow, ...] = ()
+
+    def __add__(self, other: GraphBatch) -> GraphBatch:
+        return GraphBatch(
+            entities=self.entities + other.entities,
+            topics=self.topics + other.topics,
+            edges=self.edges + other.edges,
+        )
+
+
+def schema_statements() -> list[str]:
+    """Idempotent DDL both Neo4j 5 and ArcadeDB accept: one unique key and an `ns` index per label."""
+    statements: list[str] = []
+    for label in NodeLabel:
+        low = label.value.lower()
+        statements.append(
+            f"CREATE CONSTRAINT rw_{low}_key IF NOT EXISTS FOR (n:{label.value}) REQUIRE n.key IS UNIQUE"
+        )
+        statements.append(f"CREATE INDEX rw_{low}_ns IF NOT EXISTS FOR (n:{label.value}) ON (n.ns)")
+    # The Level.DOCUMENT chunk id of a Document, so chunk ids of every level resolve by one seek.
+    statements.append("CREATE INDEX rw_document_ckey IF NOT EXISTS FOR (n:Document) ON (n.ckey)")
+    for label in (NodeLabel.SECTION, NodeLabel.PROPOSITION):
+        statements.append(
+            f"CREATE INDEX rw_{label.value.lower()}_doc IF NOT EXISTS FOR (n:{label.value}) ON (n.dkey)"
+        )
+    return statements

@@ -1,0 +1,141 @@
+"""The `rayweave` command line end to end, as a user runs it: ingest -> serve -> query -> status ->
+`ray job submit` -> stop, with an isolated home and free ports (the session stack is untouched)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests_support import REPO, SAMPLE_CORPUS, stack_env
+
+pytestmark = pytest.mark.integration
+
+BIN = Path(sys.executable).parent
+
+
+def rayweave(
+    env: dict[str, str], *args: str, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "rayweave"), *args],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="module")
+def cli_env() -> Iterator[dict[str, str]]:
+    home = Path(tempfile.mkdtemp(prefix="rwc-", dir="/tmp"))
+    env = {**os.environ, **stack_env(home), "NO_COLOR": "1", "COLUMNS": "200"}
+    env.pop("RAY_ADDRESS", None)
+    yield env
+    rayweave(env, "stop", timeout=120)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def test_help_explains_every_command(cli_env: dict[str, str]) -> None:
+    top = rayweave(cli_env, "--help")
+    assert top.returncode == 0
+    for command in ("ingest", "serve", "query", "status", "stop", "delete", "bench", "eval"):
+        assert command in top.stdout
+        sub = rayweave(cli_env, command, "--help")
+        assert sub.returncode == 0, sub.stderr
+        assert len(sub.stdout.splitlines()) > 3
+
+
+def test_bad_input_exits_2_with_the_problem(cli_env: dict[str, str], tmp_path: Path) -> None:
+    missing = rayweave(cli_env, "ingest", str(tmp_path / "missing"))
+    assert missing.returncode == 2
+    assert "does not exist" in missing.stderr
+    (tmp_path / "empty").mkdir()
+    empty = rayweave(cli_env, "ingest", str(tmp_path / "empty"))
+    assert empty.returncode == 2
+    assert "empty corpus" in empty.stderr
+
+
+def test_ingest_serve_query_status_job_stop(cli_env: dict[str, str], tmp_path: Path) -> None:
+    ingest = rayweave(cli_env, "ingest", str(SAMPLE_CORPUS))
+    assert ingest.returncode == 0, ingest.stderr[-3000:]
+    assert "inserted" in ingest.stdout
+    assert "graph nodes" in ingest.stdout
+
+    again = rayweave(cli_env, "ingest", str(SAMPLE_CORPUS))
+    assert again.returncode == 0
+    assert " 0 inserted" in again.stdout
+    assert "unchanged" in again.stdout
+
+    served = rayweave(cli_env, "serve")
+    assert served.returncode == 0, served.stderr[-3000:]
+    port = cli_env["RAYWEAVE_SERVE__PORT"]
+    assert f"http://127.0.0.1:{port}" in served.stdout
+
+    answer = rayweave(cli_env, "query", "How do I retry a failed task?", "--json")
+    assert answer.returncode == 0, answer.stderr
+    assert '"results"' in answer.stdout
+    assert "retries.md" in answer.stdout or "retry.py" in answer.stdout
+
+    empty = rayweave(cli_env, "query", "")
+    assert empty.returncode == 2
+    assert "query is empty" in empty.stderr
+    huge = rayweave(cli_env, "query", "x" * 100_000)
+    assert huge.returncode == 2
+
+    status = rayweave(cli_env, "status")
+    assert status.returncode == 0
+    assert "running" in status.stdout
+    exports = rayweave(cli_env, "status", "--env")
+    job_env = dict(cli_env)
+    for line in exports.stdout.splitlines():
+        key, _, value = line.removeprefix("export ").partition("=")
+        job_env[key] = value
+    assert job_env["RAY_AUTH_MODE"] == "token"
+
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "note.md").write_text(
+        "# Ferry note\n\nThe tide scheduler flushes leases every 30 seconds.\n"
+    )
+    job = subprocess.run(
+        # As the README has it: the repo as working dir, plain `python` (the head's interpreter).
+        [
+            str(BIN / "ray"),
+            "job",
+            "submit",
+            "--working-dir",
+            ".",
+            "--",
+            "python",
+            "-m",
+            "rayweave.ingest.job",
+            str(extra),
+        ],
+        env=job_env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert job.returncode == 0, (job.stdout + job.stderr)[-3000:]
+    assert "1 inserted" in job.stdout
+
+    stopped = rayweave(cli_env, "stop", timeout=180)
+    assert stopped.returncode == 0, stopped.stderr
+    for key in ("RAYWEAVE_RAY__PORT", "RAYWEAVE_GRAPH__EMBEDDED_PORT", "RAYWEAVE_SERVE__PORT"):
+        assert not port_open(int(cli_env[key])), key

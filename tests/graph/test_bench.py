@@ -1,0 +1,73 @@
+"""The graph benchmark runs end to end on a tiny BEIR folder (figures are not asserted)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from rayweave.cluster.errors import SourceError
+from rayweave.cluster.services import GraphServer
+from rayweave.cluster.settings import Settings
+from rayweave.graph.bench import format_table, load_beir, run_graph_bench
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def _beir(folder: Path) -> None:
+    docs = [
+        (
+            "A",
+            "Arthur's Magazine",
+            "Arthur's Magazine was a periodical merged into Godey's Lady's Book.",
+        ),
+        (
+            "B",
+            "Godey's Lady's Book",
+            "Godey's Lady's Book was a magazine published in Philadelphia.",
+        ),
+        ("C", "Philadelphia", "Philadelphia is a city in Pennsylvania."),
+    ]
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(
+        "\n".join(json.dumps({"_id": i, "title": t, "text": x}) for i, t, x in docs)
+    )
+    (folder / "queries.jsonl").write_text(
+        json.dumps(
+            {"_id": "q1", "text": "Where was the magazine Arthur's Magazine merged into published?"}
+        )
+    )
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tA\t1\nq1\tB\t1\n")
+
+
+def test_bench_reports_rates_latencies_and_recall(tmp_path: Path) -> None:
+    _beir(tmp_path / "data" / "tiny")
+    ports = []
+    for _ in range(2):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    settings = Settings(
+        home=tmp_path / "home",
+        graph={"embedded_port": ports[0], "embedded_http_port": ports[1], "embedded_heap_mb": 256},
+    )
+    try:
+        rows = run_graph_bench(
+            settings, data_dir=tmp_path / "data", corpora=["tiny"], seeds=1, recall_k=2
+        )
+    finally:
+        GraphServer.from_settings(settings).stop()
+    metrics = {r.metric: r for r in rows}
+    assert metrics["records"].value == 3
+    assert metrics["write edges (all)"].value > 0
+    assert metrics["search multi_hop p50"].unit == "ms"
+    # One seed (A) plus the bridge reaches B: both gold documents in the top 2.
+    assert metrics["tfidf top1 + graph all gold in top2"].value == 1.0
+    assert "search multi_hop p99" in format_table(rows)
+
+
+def test_missing_corpus_is_a_source_error(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match=r"corpus\.jsonl"):
+        load_beir(tmp_path)

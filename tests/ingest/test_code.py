@@ -1,0 +1,264 @@
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rayweave.ingest.code import (
+    CodeUnit,
+    code_embed_text,
+    extract_symbols,
+    identifier_words,
+    split_code,
+    supported_languages,
+)
+from rayweave.ingest.tokens import TokenizerCounter, WordPieceEstimate
+
+from .code_samples import LANGUAGES, generate
+
+COUNT = WordPieceEstimate().count_tokens
+
+
+def check_tiling(code: str, units: list[CodeUnit]) -> None:
+    """Units are exact slices, in order, disjoint, covering every word character.
+
+    (Bare braces closing a container that was split member by member belong to no unit.)
+    """
+    for u in units:
+        assert u.text == code[u.start : u.end]
+        assert u.text == u.text.strip()
+    for a, b in itertools.pairwise(units):
+        assert a.end <= b.start
+    covered = "".join(u.text for u in units)
+    assert re.sub(r"\W", "", covered) == re.sub(r"\W", "", code)
+
+
+def check_functions_whole(
+    code: str, units: list[CodeUnit], functions: dict[str, tuple[int, int]], limit: int
+) -> None:
+    """A function sits inside one unit, unless it alone is over the limit: then only its parts cover it."""
+    for name, (fs, fe) in functions.items():
+        holders = [u for u in units if u.start <= fs and fe <= u.end]
+        if holders:
+            continue
+        tokens = COUNT([code[fs:fe]])[0]
+        assert tokens > limit, f"{name} ({tokens} tokens <= {limit}) was cut"
+        overlapping = [u for u in units if u.start < fe and fs < u.end]
+        assert all(u.kind == "part" and u.name == name for u in overlapping), [
+            (u.kind, u.name) for u in overlapping
+        ]
+        assert len(overlapping) >= 2
+        assert any(name in u.signature for u in overlapping)
+        for u in overlapping:
+            assert u.tokens <= limit or "\n" not in u.text.strip()
+
+
+class TestSplitCode:
+    @pytest.mark.parametrize("language", LANGUAGES)
+    def test_every_language_keeps_functions_whole(self, language: str) -> None:
+        gen = generate(language, [2, 30, 1, 3, 1])
+        units = split_code(gen.code, language, count_tokens=COUNT, max_tokens=120, min_tokens=60)
+        check_tiling(gen.code, units)
+        check_functions_whole(gen.code, units, gen.functions, 120)
+        # the big one (30 statements) was split, with its signature as context
+        big = [u for u in units if u.kind == "part"]
+        assert big
+        assert all(u.context for u in big)
+
+    @pytest.mark.parametrize("language", LANGUAGES)
+    def test_docstrings_and_signatures_stay_with_the_function(self, language: str) -> None:
+        gen = generate(language, [2, 3])
+        units = split_code(gen.code, language, count_tokens=COUNT, max_tokens=200, min_tokens=0)
+        found = {}
+        for u in units:
+            for m in (u, *u.members):
+                if m.name in gen.functions:
+                    found.setdefault(m.name, m)
+        assert set(found) == set(gen.functions), [(u.kind, u.name) for u in units]
+        for name, unit in found.items():
+            assert name in unit.signature
+            assert gen.docs[name] in unit.docstring, (language, unit.docstring)
+            assert gen.docs[name] in unit.text
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(
+        language=st.sampled_from(LANGUAGES),
+        sizes=st.lists(st.integers(min_value=0, max_value=25), min_size=1, max_size=8),
+        limit=st.integers(min_value=40, max_value=300),
+    )
+    def test_property_never_cut_in_half(self, language: str, sizes: list[int], limit: int) -> None:
+        gen = generate(language, sizes)
+        units = split_code(
+            gen.code, language, count_tokens=COUNT, max_tokens=limit, min_tokens=limit // 2
+        )
+        check_tiling(gen.code, units)
+        check_functions_whole(gen.code, units, gen.functions, limit)
+        for u in units:
+            assert (
+                u.tokens <= limit
+                or "\n" not in u.text
+                or (u.kind == "part" and u.tokens <= limit * 2)
+            )
+
+    def test_with_real_tokenizer(self, minilm: TokenizerCounter) -> None:
+        gen = generate("python", [1, 40, 2, 2, 2])
+        units = split_code(
+            gen.code, "python", count_tokens=minilm.count_tokens, max_tokens=200, min_tokens=100
+        )
+        check_tiling(gen.code, units)
+        for u in units:
+            assert u.tokens == minilm.count_tokens([u.text])[0]
+            assert u.tokens <= 200
+
+    def test_class_kept_whole_lists_methods_and_large_class_is_split(self) -> None:
+        code = (
+            "class Store:\n"
+            '    """Keeps items."""\n'
+            "    limit = 3\n\n"
+            "    def put(self, item):\n        self.items.append(item)\n\n"
+            "    def get(self):\n        return self.items.pop()\n"
+        )
+        whole = split_code(code, "python", count_tokens=COUNT, max_tokens=200)
+        assert [(u.kind, u.name) for u in whole] == [("class", "Store")]
+        assert [m.name for m in whole[0].members] == ["put", "get"]
+        assert whole[0].defined == ("Store", "Store.put", "Store.get")
+        split = split_code(code, "python", count_tokens=COUNT, max_tokens=20)
+        check_tiling(code, split)
+        assert split[0].text.startswith("class Store:")
+        assert "Store" in split[0].defined
+        assert all(u.path[0] == "Store" for u in split)
+        assert all(u.context.startswith("class Store") for u in split[1:])
+
+    def test_unknown_language_and_garbage_never_crash(self) -> None:
+        yaml = "a: 1\nb:\n  - x\n  - y\n\nc: 3\n" * 20
+        units = split_code(yaml, "yaml", count_tokens=COUNT, max_tokens=30)
+        check_tiling(yaml, units)
+        assert all(u.kind == "block" for u in units)
+        for lang in ("python", "rust", "move", "cobol", None):
+            garbage = "def (((( {{{ ]] fn ;;; 'unterminated \"\n\x7f" * 30
+            check_tiling(garbage, split_code(garbage, lang, count_tokens=COUNT, max_tokens=25))
+        assert split_code("   \n ", "python", count_tokens=COUNT, max_tokens=25) == []
+
+    def test_non_ascii_offsets(self) -> None:
+        code = 'def naïve(ß):\n    """Größe berechnen – schnell."""\n    return ß * 2\n\n\ndef other():\n    return "日本"\n'
+        units = split_code(code, "python", count_tokens=COUNT, max_tokens=12)
+        check_tiling(code, units)
+        assert any(u.name == "naïve" for u in units)
+
+    def test_supported_languages_report(self) -> None:
+        support = supported_languages()
+        for lang in ("python", "javascript", "typescript", "rust", "go", "java", "solidity"):
+            assert support[lang] == "tree-sitter"
+        assert support["move"] == "braces"
+
+
+class TestSymbols:
+    def test_python(self) -> None:
+        code = (
+            "import os\nfrom ferry.errors import LeaseExpired as LE\n\n"
+            "class Worker(Base):\n    def run(self, task: Task) -> None:\n"
+            "        self.broker.ack(task.id)\n        raise LE(os.getpid())\n\n"
+            "def main():\n    Worker().run(None)\n"
+        )
+        sym = extract_symbols(code, "python")
+        assert [(d.qualified_name, d.kind) for d in sym.definitions] == [
+            ("Worker", "class"),
+            ("Worker.run", "method"),
+            ("main", "function"),
+        ]
+        assert sym.imports == ("os", "ferry.errors")
+        assert "broker.ack" in sym.calls
+        assert "LE" in sym.calls
+        assert "os.getpid" in sym.calls
+        assert {"ack", "LE", "getpid", "os"} <= set(sym.references)
+
+    @pytest.mark.parametrize(
+        ("language", "code", "defs", "imports", "call"),
+        [
+            (
+                "javascript",
+                'import x from "lib";\nclass A { m() { x.go(); } }\nconst f = () => 1;\n',
+                ["A", "A.m", "f"],
+                ["lib"],
+                "x.go",
+            ),
+            (
+                "typescript",
+                'import { Y } from "./y";\ninterface I { n(): void }\nfunction g(a: Y): number { return h(a); }\n',
+                ["I", "g"],
+                ["./y"],
+                "h",
+            ),
+            (
+                "rust",
+                "use std::io::Read;\nstruct S;\nimpl S { fn new() -> S { make() } }\n",
+                ["S", "S", "S.new"],
+                ["std::io::Read"],
+                "make",
+            ),
+            (
+                "go",
+                'package p\nimport "fmt"\ntype T struct{}\nfunc (t *T) Run() { fmt.Println(1) }\n',
+                ["T", "T.Run"],
+                ["fmt"],
+                "fmt.Println",
+            ),
+            (
+                "java",
+                "import java.util.List;\nclass C { void m() { helper(); } }\n",
+                ["C", "C.m"],
+                ["java.util.List"],
+                "helper",
+            ),
+            (
+                "solidity",
+                'import "./A.sol";\ncontract K { function f() public { g(); } }\n',
+                ["K", "K.f"],
+                ["./A.sol"],
+                "g",
+            ),
+            (
+                "move",
+                "module 0x1::coin {\n    use std::signer;\n    public fun mint(s: &signer) { transfer(s); }\n}\n",
+                ["0x1::coin", "0x1::coin.mint"],
+                ["std::signer"],
+                "transfer",
+            ),
+        ],
+    )
+    def test_languages(
+        self, language: str, code: str, defs: list[str], imports: list[str], call: str
+    ) -> None:
+        sym = extract_symbols(code, language)
+        assert [d.qualified_name for d in sym.definitions] == defs
+        assert list(sym.imports) == imports
+        assert call in sym.calls
+
+    def test_unit_dependencies_are_the_imports_it_uses(self) -> None:
+        code = "import json\nimport os\n\ndef load(p):\n    return json.loads(open(p).read())\n"
+        units = split_code(code, "python", count_tokens=COUNT, max_tokens=40, min_tokens=0)
+        load = next(u for u in units if u.name == "load")
+        assert load.kind == "function"
+        assert load.dependencies == ("json",)
+        parts = split_code(code, "python", count_tokens=COUNT, max_tokens=10, min_tokens=0)
+        assert ("json",) in [u.dependencies for u in parts if u.name == "load"]
+
+
+class TestEmbedText:
+    def test_identifier_words(self) -> None:
+        assert (
+            identifier_words("writeBoolean write_boolean HTTPServer2")
+            == "write Boolean write boolean HTTP Server2"
+        )
+        assert identifier_words("x = y + 1") == "x = y + 1"
+
+    def test_code_embed_text_reads_as_words(self) -> None:
+        code = 'def writeBoolean(self, n):\n    """Writes a Boolean to the stream."""\n    self.stream.write(n)\n'
+        unit = split_code(code, "python", count_tokens=COUNT, max_tokens=200)[0]
+        text = code_embed_text(unit)
+        assert text.startswith("python function write Boolean\nWrites a Boolean to the stream.")
+        assert "def write Boolean(self, n)" in text
+        assert unit.text == code.strip()  # stored text stays raw

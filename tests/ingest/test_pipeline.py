@@ -1,0 +1,155 @@
+"""The Ray Data ingest pipeline end to end on the session's real stack (Ray, ArcadeDB, Qdrant edge).
+
+Each test ingests into its own collection (namespace) so tests stay independent.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+
+from rayweave.cluster.errors import SourceError
+from rayweave.cluster.settings import Settings
+from rayweave.cluster.types import Level
+from rayweave.ingest.pipeline import delete_documents, plan_resources, run_ingest
+from rayweave.ingest.writers import DocumentWriter, visible_document_hashes
+
+pytestmark = pytest.mark.integration
+
+SAMPLE = Path(__file__).resolve().parents[2] / "ingest" / "sample_corpus"
+
+
+def _collection() -> str:
+    return f"t{uuid.uuid4().hex[:10]}"
+
+
+def _small_corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    (root / "docs").mkdir(parents=True)
+    for name in ("docs/concepts/leases.md", "docs/troubleshooting.md", "src/ferry/retry.py"):
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(SAMPLE / name, target)
+    return root
+
+
+def _writer(settings: Settings, collection: str) -> DocumentWriter:
+    return DocumentWriter.open(settings, collection=collection, shared=True)
+
+
+class TestPlanResources:
+    def test_pools_and_a_read_task_fit_in_two_cpus(self) -> None:
+        settings = Settings(ingest={"actor_cpus": 0.5, "dense_actors": 2})
+        res = plan_resources(settings, 2.0)
+        total = 2 * res.light + 4 * res.model + res.task
+        assert total <= 0.9 * 2.0 + 1e-9
+
+    def test_large_clusters_keep_the_configured_fractions(self) -> None:
+        res = plan_resources(Settings(ingest={"actor_cpus": 0.5}), 64.0)
+        assert res.model == 0.5
+
+
+class TestIngest:
+    def test_sample_corpus_lands_in_both_stores(
+        self, ray_stack: Settings, graph_connection: object
+    ) -> None:
+        collection = _collection()
+        summary = run_ingest(ray_stack, [SAMPLE], collection=collection)
+        n_files = sum(1 for p in SAMPLE.rglob("*") if p.is_file())
+        assert summary.documents_inserted + summary.documents_failed == n_files
+        assert summary.documents_inserted >= n_files - 1
+        assert summary.chunks > summary.documents_inserted  # three levels per document
+        assert summary.graph_nodes > summary.chunks / 2
+        assert summary.graph_edges > summary.graph_nodes
+
+        writer = _writer(ray_stack, collection)
+        try:
+            assert writer.vectors.count({"visible": True}) == summary.vectors
+            hashes = visible_document_hashes(writer.vectors)
+            assert len(hashes) == summary.documents_inserted
+            levels = {lvl.value: writer.vectors.count({"level": lvl.value}) for lvl in Level}
+            assert levels["document"] == summary.documents_inserted
+            assert levels["section"] >= summary.documents_inserted
+            assert levels["proposition"] > 0
+            assert writer.graph is not None
+            counts = writer.graph.counts()
+            assert counts.nodes["Document"] == summary.documents_inserted
+            assert counts.relationships.get("CHUNK_OF", 0) > 0
+            assert counts.relationships.get("NEXT", 0) > 0
+            assert counts.relationships.get("MENTIONS", 0) > 0
+        finally:
+            writer.close()
+
+    def test_reingest_is_idempotent_and_changes_replace_old_chunks(
+        self, ray_stack: Settings, graph_connection: object, tmp_path: Path
+    ) -> None:
+        corpus = _small_corpus(tmp_path)
+        collection = _collection()
+        first = run_ingest(ray_stack, [corpus], collection=collection)
+        assert first.documents_inserted == 3
+        writer = _writer(ray_stack, collection)
+        try:
+            before = writer.vectors.count()
+            second = run_ingest(ray_stack, [corpus], collection=collection)
+            assert (
+                second.documents_skipped,
+                second.documents_inserted,
+                second.documents_updated,
+            ) == (3, 0, 0)
+            assert writer.vectors.count() == before
+
+            leases = corpus / "docs/concepts/leases.md"
+            leases.write_text(
+                leases.read_text()
+                + "\n\n## Lease tuning\n\nLease sweeping runs every heartbeat interval.\n"
+            )
+            third = run_ingest(ray_stack, [corpus], collection=collection)
+            assert (third.documents_updated, third.documents_skipped) == (1, 2)
+            texts = [
+                p.payload["text"]
+                for p in writer.vectors.scroll(filter={"visible": True}, limit=10_000)[0]
+            ]
+            assert any("Lease sweeping runs every heartbeat" in t for t in texts)
+            # No invisible leftovers: every point of the collection is visible again.
+            assert writer.vectors.count({"visible": False}) == 0
+        finally:
+            writer.close()
+
+    def test_delete_removes_the_document_from_both_stores(
+        self, ray_stack: Settings, graph_connection: object, tmp_path: Path
+    ) -> None:
+        corpus = _small_corpus(tmp_path)
+        collection = _collection()
+        run_ingest(ray_stack, [corpus], collection=collection)
+        target = corpus / "docs/troubleshooting.md"
+        assert delete_documents(ray_stack, [str(target)], collection=collection) == 1
+        writer = _writer(ray_stack, collection)
+        try:
+            sources = {p.payload["source"] for p in writer.vectors.scroll(limit=10_000)[0]}
+            assert not any(s.endswith("troubleshooting.md") for s in sources)
+            assert writer.graph is not None
+            assert writer.graph.counts().nodes["Document"] == 2
+        finally:
+            writer.close()
+
+    def test_bad_files_are_reported_and_the_rest_lands(
+        self, ray_stack: Settings, graph_connection: object, tmp_path: Path
+    ) -> None:
+        corpus = _small_corpus(tmp_path)
+        (corpus / "docs" / "binary.md").write_bytes(b"\x00\x01\x02\xff" * 100)
+        (corpus / "docs" / "latin1.md").write_bytes("caf\xe9".encode("latin-1") + b"\xff\xfe")
+        summary = run_ingest(ray_stack, [corpus], collection=_collection())
+        assert summary.documents_inserted == 3
+        failed = {Path(e.path).name: e.reason for e in summary.errors}
+        assert set(failed) == {"binary.md", "latin1.md"}
+        assert all(reason for reason in failed.values())
+
+    def test_bad_input_names_the_problem(self, ray_stack: Settings, tmp_path: Path) -> None:
+        with pytest.raises(SourceError, match="does not exist"):
+            run_ingest(ray_stack, [tmp_path / "nope"], collection=_collection())
+        (tmp_path / "empty").mkdir()
+        with pytest.raises(SourceError, match="empty corpus"):
+            run_ingest(ray_stack, [tmp_path / "empty"], collection=_collection())

@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import itertools
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rayweave.ingest.sentences import is_dangling, split_sentences
+
+
+def texts(t: str) -> list[str]:
+    return [t[a:b] for a, b in split_sentences(t)]
+
+
+class TestSplitSentences:
+    def test_plain_sentences(self) -> None:
+        assert texts("One two. Three four! Five six? Seven.") == [
+            "One two.",
+            "Three four!",
+            "Five six?",
+            "Seven.",
+        ]
+
+    def test_abbreviations_initials_decimals(self) -> None:
+        t = "Use a queue, e.g. Redis. Dr. Smith wrote v1.2 of J. R. R. Tolkien's tool. It costs 3.50 dollars."
+        assert texts(t) == [
+            "Use a queue, e.g. Redis.",
+            "Dr. Smith wrote v1.2 of J. R. R. Tolkien's tool.",
+            "It costs 3.50 dollars.",
+        ]
+
+    def test_code_spans_urls_and_paths_do_not_split(self) -> None:
+        t = "Call `os.path.join(a. B)` first. See https://example.com/a.b. Then edit config.yaml. Done."
+        assert texts(t) == [
+            "Call `os.path.join(a. B)` first.",
+            "See https://example.com/a.b.",
+            "Then edit config.yaml.",
+            "Done.",
+        ]
+
+    def test_list_markers_and_blank_lines(self) -> None:
+        t = "Steps:\n1. Install it.\n2. Run it.\n\nNew paragraph here"
+        assert texts(t) == ["Steps:", "1. Install it.", "2. Run it.", "New paragraph here"]
+
+    def test_lowercase_continuation_is_not_a_boundary(self) -> None:
+        assert texts("Set the flag, i.e. the value. then go.") == [
+            "Set the flag, i.e. the value. then go."
+        ]
+
+    def test_range_offsets_are_absolute(self) -> None:
+        t = "XXXX First one. Second one. YYYY"
+        spans = split_sentences(t, 5, 27)
+        assert [t[a:b] for a, b in spans] == ["First one.", "Second one."]
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.text(alphabet=st.sampled_from(list("ab .!?\n`[]()e.g:/1U")), max_size=200))
+    def test_spans_cover_every_non_space_character_once(self, t: str) -> None:
+        spans = split_sentences(t)
+        covered = "".join(t[a:b] for a, b in spans)
+        assert re.sub(r"\s", "", covered) == re.sub(r"\s", "", t)
+        for (a, b), (c, _d) in itertools.pairwise(spans):
+            assert a < b <= c
+        for a, b in spans:
+            assert t[a:b] == t[a:b].strip()
+
+
+class TestDangling:
+    def test_pronouns_and_connectives(self) -> None:
+        for s in (
+            "It runs.",
+            "This works.",
+            "They fail.",
+            "However, no.",
+            "**Therefore** yes",
+            "In addition, x.",
+        ):
+            assert is_dangling(s), s
+
+    def test_self_contained(self) -> None:
+        for s in ("Italy is large.", "Thesis text.", "The worker runs.", "Items are queued."):
+            assert not is_dangling(s), s

@@ -1,0 +1,57 @@
+"""Fixtures for the Kubernetes manifests: the k8s/ helper modules, the KubeRay CRDs, renders.
+
+k8s/ is not a package; its two modules are loaded by path under their own names (manifests.py
+imports crd_schema by name).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+K8S_DIR = Path(__file__).resolve().parents[2] / "k8s"
+
+
+def _load(name: str) -> ModuleType:
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(
+        K8S_DIR / f"{name}.py"
+    ):
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, K8S_DIR / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+crd_schema = _load("crd_schema")
+manifests = _load("manifests")
+
+
+@pytest.fixture(scope="session")
+def crd_dir() -> Path:
+    found = manifests.find_crd_dir()
+    if found is None:
+        pytest.skip("KubeRay CRDs absent: no shared/k8s/crds beside this checkout (../shared)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def crds(crd_dir: Path) -> Any:
+    return manifests.load_crd_validator(crd_dir)
+
+
+@pytest.fixture(scope="session")
+def rendered() -> dict[str, list[dict[str, Any]]]:
+    """Every render target, rendered once per session with `kubectl kustomize`."""
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not on PATH")
+    return {target: manifests.render(target) for target in manifests.RENDER_TARGETS}

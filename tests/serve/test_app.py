@@ -1,0 +1,118 @@
+"""The composed Ray Serve app over real HTTP on 127.0.0.1, serving the ingested sample corpus."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from rayweave.cluster.settings import Settings
+from rayweave.ingest.pipeline import run_ingest
+from rayweave.serve.app import deploy, shutdown
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "ingest" / "sample_corpus"
+QUERIES = json.loads((REPO / "tests" / "ingest" / "sample_queries.json").read_text())["queries"]
+
+
+@pytest.fixture(scope="module")
+def app_url(ray_stack: Settings, graph_connection: object) -> Iterator[str]:
+    settings = Settings(
+        **{
+            **ray_stack.model_dump(),
+            "qdrant": {**ray_stack.qdrant.model_dump(), "collection": "sample"},
+        }
+    )
+    run_ingest(settings, [SAMPLE], collection="sample")
+    url = deploy(settings)
+    yield url
+    shutdown(settings)
+
+
+def search(url: str, **body: object) -> httpx.Response:
+    return httpx.post(f"{url}/v1/search", json=body, timeout=60)
+
+
+def test_health_metrics_and_openapi(app_url: str) -> None:
+    assert httpx.get(f"{app_url}/healthz", timeout=30).json()["status"] == "ok"
+    assert "/v1/search" in httpx.get(f"{app_url}/openapi.json", timeout=30).json()["paths"]
+    search(app_url, query="What is a lease?")
+    assert "rayweave_requests" in httpx.get(f"{app_url}/metrics", timeout=30).text
+
+
+def test_search_returns_ranked_hits_with_text_source_section_and_score(app_url: str) -> None:
+    resp = search(app_url, query="What is a lease in Ferry?", top_k=5)
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["query_type"] == "what-is"
+    results = body["results"]
+    assert 0 < len(results) <= 5
+    scores = [r["score"] for r in results]
+    assert scores == sorted(scores, reverse=True)
+    top = results[0]
+    assert top["text"].strip()
+    assert top["source"].endswith("leases.md")
+    assert top["retrievers"]
+    assert body["context"]["documents"]
+    assert body["degraded"] == []
+
+
+def test_sample_queries_find_their_sources(app_url: str) -> None:
+    """Every answer file in the top 5 for most of the sample questions (a regression bar)."""
+    found = 0
+    for q in QUERIES:
+        results = search(app_url, query=q["query"], top_k=5).json()["results"]
+        sources = {r["source"] for r in results}
+        if all(any(s.endswith(expected) for s in sources) for expected in q["expected"]):
+            found += 1
+    assert found / len(QUERIES) >= 0.8, f"{found}/{len(QUERIES)}"
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        ({"query": ""}, 400, "query is empty"),
+        ({"query": "   "}, 400, "query is empty"),
+        ({"query": "x" * 5000}, 400, "limit is 4096"),
+        ({"query": "x" * 100_000}, 413, "exceeds"),
+        ({"query": "lease", "top_k": 0}, 400, "top_k"),
+        ({"query": "lease", "top_k": 1000}, 400, "top_k"),
+        ({"query": "lease", "profile": "magic"}, 422, "profile"),
+        ({"text": "lease"}, 422, "query"),
+    ],
+)
+def test_bad_requests_name_the_problem(
+    app_url: str, body: dict[str, object], status: int, message: str
+) -> None:
+    resp = search(app_url, **body)
+    assert resp.status_code == status, resp.text
+    assert message in resp.json()["detail"]
+
+
+def test_documents_endpoint(app_url: str) -> None:
+    hit = search(app_url, query="dead-letter queue", top_k=1).json()["results"][0]
+    chunks = httpx.get(f"{app_url}/v1/documents/{hit['doc_id']}", timeout=30).json()["chunks"]
+    assert chunks[0]["level"] == "document"
+    assert any(c["id"] == hit["id"] for c in chunks)
+    assert httpx.get(f"{app_url}/v1/documents/nope", timeout=30).status_code == 404
+
+
+def test_conversation_messages_are_stored(app_url: str) -> None:
+    resp = httpx.post(
+        f"{app_url}/v1/conversations/c1/messages",
+        json={
+            "role": "user",
+            "content": "I keep hitting the dead-letter queue with my retries",
+            "user_id": "u1",
+        },
+        timeout=30,
+    )
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["conversation_id"] == "c1"
+    after = search(app_url, query="what should I check next?", conversation_id="c1", top_k=5)
+    assert after.status_code == 200

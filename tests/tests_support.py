@@ -1,0 +1,40 @@
+"""Helpers shared by test modules (importable: pytest's `pythonpath` includes tests/)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_CORPUS = REPO / "ingest" / "sample_corpus"
+SHARED = REPO.parent / "shared"
+DATA = SHARED / "data"
+
+
+def free_ports(n: int) -> list[int]:
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def stack_env(home: Path) -> dict[str, str]:
+    """RAYWEAVE_* variables for an isolated embedded stack (own home, free ports)."""
+    ray_port, dash, bolt, http, serve_port = free_ports(5)
+    return {
+        "RAYWEAVE_HOME": str(home),
+        "RAYWEAVE_RAY__PORT": str(ray_port),
+        "RAYWEAVE_RAY__DASHBOARD_PORT": str(dash),
+        "RAYWEAVE_RAY__NUM_CPUS": "2",
+        "RAYWEAVE_RAY__OBJECT_STORE_MEMORY_MB": "384",
+        "RAYWEAVE_GRAPH__EMBEDDED_PORT": str(bolt),
+        "RAYWEAVE_GRAPH__EMBEDDED_HTTP_PORT": str(http),
+        "RAYWEAVE_GRAPH__EMBEDDED_HEAP_MB": "512",
+        "RAYWEAVE_SERVE__PORT": str(serve_port),
+    }
