@@ -1,10 +1,8 @@
-"""The factory inside real Ray actors with fractional CPUs, as the ingest pipeline runs it."""
+"""The factory inside real Ray actors with fractional CPUs (on the session's embedded Ray head),
+as the ingest pipeline runs it."""
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -15,29 +13,7 @@ from rayweave.cluster.settings import ModelSettings
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def ray_local() -> Iterator[None]:
-    import ray
-
-    if ray.is_initialized():  # a session-wide cluster from another conftest
-        yield
-        return
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    with tempfile.TemporaryDirectory(prefix="rw", dir="/tmp") as tmp:
-        ray.init(
-            num_cpus=2,
-            include_dashboard=False,
-            log_to_driver=False,
-            object_store_memory=256 << 20,
-            _temp_dir=tmp,
-        )
-        try:
-            yield
-        finally:
-            ray.shutdown()
-
-
-def test_encoders_in_fractional_cpu_actors(ray_local: None, onnx_cache: Path) -> None:
+def test_encoders_in_fractional_cpu_actors(ray_stack: object, onnx_cache: Path) -> None:
     import ray
 
     from rayweave.models.factory import build_dense_encoder, build_sparse_encoder

@@ -158,7 +158,9 @@ class TestPostprocess:
         assert empty.indices == ()
 
 
-def test_untraceable_core_falls_back_to_torch(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_untraceable_core_falls_back_to_torch(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     class Branchy(MeanCore):
         def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
             raise RuntimeError("cannot trace this")
