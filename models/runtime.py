@@ -167,8 +167,11 @@ def export_onnx(
     target = final / "model.onnx"
     if target.is_file():
         return target
-    root.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{key}-{uuid.uuid4().hex[:8]}-", dir=root))
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{key}-{uuid.uuid4().hex[:8]}-", dir=root))
+    except OSError as exc:
+        raise ModelError(f"ONNX cache folder {root} is not writable: {exc}") from exc
     try:
         _export_checked(
             work, module, example, output_names, output_axes, int8=int8, reduce_range=reduce_range

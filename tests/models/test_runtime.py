@@ -176,3 +176,17 @@ def test_untraceable_core_falls_back_to_torch(
     assert isinstance(runner, TorchRunner)
     assert "ONNX export failed" in caplog.text
     assert not list(tmp_path.glob(".*"))  # the half-written export folder is gone
+
+
+def test_unwritable_cache_falls_back_to_torch(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    plan = plan_execution(device="cpu", precision="fp32", cpu_backend="onnx")
+    runner = build_runner(
+        MeanCore(),
+        options=RunOptions(plan=plan, cache_dir=blocker / "cache"),
+        example=example(),
+        output_names=["out"],
+        output_axes={"out": {0: "batch"}},
+    )
+    assert isinstance(runner, TorchRunner)
