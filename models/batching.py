@@ -37,13 +37,15 @@ def plan_batches(
     batch_tokens: int,
     max_batch_size: int,
     pad_to_multiple_of: int = 1,
+    max_width: int | None = None,
 ) -> list[Batch]:
     """Group rows, longest first, so that `rows x padded width <= batch_tokens`.
 
     Longest first means the heaviest batch runs first: an out-of-memory problem shows up at once,
     not after an hour. A single row longer than the budget still gets a batch of its own (the
     caller truncates lengths beforehand). `pad_to_multiple_of` rounds the width up the way the
-    padding will (8 on GPUs keeps tensor-core shapes), so the budget holds for the real tensors.
+    padding will (8 on GPUs keeps tensor-core shapes), so the budget holds for the real tensors;
+    `max_width` caps that rounding where the model has no positions beyond it.
     """
     if batch_tokens < 1:
         raise ValueError(f"batch_tokens must be >= 1, got {batch_tokens}")
@@ -53,19 +55,24 @@ def plan_batches(
         raise ValueError("lengths must be >= 0")
     # Stable sort: equal lengths keep input order, so plans are deterministic.
     order = np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")
+
+    def width_of(n: int) -> int:
+        width = round_up(max(n, 1), pad_to_multiple_of)
+        return width if max_width is None else max(min(width, max_width), n)
+
     batches: list[Batch] = []
     current: list[int] = []
     width = 0
     for idx in order.tolist():
         if not current:
-            current, width = [idx], round_up(max(int(lengths[idx]), 1), pad_to_multiple_of)
+            current, width = [idx], width_of(int(lengths[idx]))
             continue
         # Rows arrive longest first, so the batch width never grows after its first row.
         if len(current) < max_batch_size and (len(current) + 1) * width <= batch_tokens:
             current.append(idx)
         else:
             batches.append(Batch(indices=tuple(current), width=width))
-            current, width = [idx], round_up(max(int(lengths[idx]), 1), pad_to_multiple_of)
+            current, width = [idx], width_of(int(lengths[idx]))
     if current:
         batches.append(Batch(indices=tuple(current), width=width))
     return batches

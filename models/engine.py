@@ -97,14 +97,15 @@ class TextEngine:
             return []
         limit = self.max_length * _CHARS_PER_TOKEN_BOUND
         cut = [t if len(t) <= limit else t[:limit] for t in texts]
-        encoded = self.tokenizer(
-            cut,
-            add_special_tokens=True,
-            truncation=True,
-            max_length=self.max_length,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-        )
+        with self.counter.lock:
+            encoded = self.tokenizer(
+                cut,
+                add_special_tokens=True,
+                truncation=True,
+                max_length=self.max_length,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+            )
         return [list(ids) for ids in encoded["input_ids"]]
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
@@ -121,6 +122,7 @@ class TextEngine:
             batch_tokens=self.batch_tokens,
             max_batch_size=self.max_batch_size,
             pad_to_multiple_of=self.pad_to_multiple_of,
+            max_width=self.max_length,
         )
         names = self.runner.input_names
         for batch in plan:

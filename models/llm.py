@@ -141,8 +141,9 @@ class OpenAIChatModel:
 class LocalCausalLM:
     """A transformers causal LM answering with its chat template; greedy at temperature 0.
 
-    Generation is serialised with a lock: one model object is not safe to `generate` from several
-    threads at once, and on CPU parallel calls would only split the same cores.
+    Tokenising and generating are serialised with a lock: neither the Rust tokenizer nor one model
+    object is safe to drive from several threads at once, and on CPU parallel calls would only
+    split the same cores.
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, name: str, device: str = "cpu") -> None:
@@ -171,7 +172,7 @@ class LocalCausalLM:
         max_tokens: int = 256,
         temperature: float = 0.0,
     ) -> str:
-        inputs = self._inputs(check_messages(messages))
+        checked = check_messages(messages)
         pad = self.tokenizer.pad_token_id
         if pad is None:
             pad = self.tokenizer.eos_token_id
@@ -181,11 +182,13 @@ class LocalCausalLM:
             else {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
         )
         with self._lock, torch.inference_mode():
+            inputs = self._inputs(checked)
             output = self.model.generate(
                 **inputs, max_new_tokens=max_tokens, pad_token_id=pad, **sampling
             )
-        new_tokens = output[0, inputs["input_ids"].shape[1] :]
-        return str(self.tokenizer.decode(new_tokens, skip_special_tokens=True)).strip()
+            new_tokens = output[0, inputs["input_ids"].shape[1] :]
+            text = self.tokenizer.decode(new_tokens, skip_special_tokens=True)
+        return str(text).strip()
 
 
 def _gguf_location(path: Path) -> tuple[Path, str | None]:

@@ -21,7 +21,7 @@ import uuid
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -167,10 +167,13 @@ def export_onnx(
     target = final / "model.onnx"
     if target.is_file():
         return target
-    root.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{key}-{uuid.uuid4().hex[:8]}-", dir=root))
     try:
-        _export_into(
+        root.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{key}-{uuid.uuid4().hex[:8]}-", dir=root))
+    except OSError as exc:
+        raise ModelError(f"ONNX cache folder {root} is not writable: {exc}") from exc
+    try:
+        _export_checked(
             work, module, example, output_names, output_axes, int8=int8, reduce_range=reduce_range
         )
         (work / "export.json").write_text(
@@ -179,9 +182,9 @@ def export_onnx(
         )
         try:
             os.replace(work, final)
-        except OSError:
+        except OSError as exc:
             if not target.is_file():  # not a lost race with another actor: a real failure
-                raise
+                raise ModelError(f"cannot store the exported ONNX graph in {final}: {exc}") from exc
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
@@ -199,6 +202,15 @@ def _attention_shape(module: torch.nn.Module) -> tuple[int, int]:
         if isinstance(heads, int) and isinstance(hidden, int):
             return heads, hidden
     return 0, 0
+
+
+def _export_checked(work: Path, *args: Any, **kwargs: Any) -> None:
+    try:
+        _export_into(work, *args, **kwargs)
+    except ModelError:
+        raise
+    except Exception as exc:
+        raise ModelError(f"ONNX export failed ({type(exc).__name__}: {exc})") from exc
 
 
 def _export_into(
@@ -274,16 +286,20 @@ def build_runner(
     threads = configure_threads(options.num_threads)
     core = core.eval()
     if plan.backend == "onnx":
-        path = export_onnx(
-            core,
-            example=example,
-            output_names=output_names,
-            output_axes=output_axes,
-            cache_dir=options.cache_dir,
-            int8=plan.int8,
-            key_parts=key_parts,
-        )
-        return OrtRunner(path, num_threads=threads)
+        try:
+            path = export_onnx(
+                core,
+                example=example,
+                output_names=output_names,
+                output_axes=output_axes,
+                cache_dir=options.cache_dir,
+                int8=plan.int8,
+                key_parts=key_parts,
+            )
+            return OrtRunner(path, num_threads=threads)
+        except ModelError as exc:
+            # An architecture the exporter cannot trace still runs, on torch, rather than not at all.
+            log.warning("%s; running %s on torch instead", exc, "int8" if plan.int8 else "fp32")
     if plan.int8:
         core = quantize_dynamic_int8(core)
     elif plan.dtype != torch.float32:

@@ -198,7 +198,7 @@ class Bm25Encoder:
             norm = k1 * (1.0 - b + b * len(terms) / self.params.avg_doc_len)
             for term, tf in Counter(terms).items():
                 tid = term_id(term)
-                # Two terms sharing a CRC-32 (rare) add up, as one term with both counts would.
+                # Two terms sharing a CRC-32 (rare in 2^32 ids) simply add their weights.
                 weights[tid] = weights.get(tid, 0.0) + tf * (k1 + 1.0) / (tf + norm)
         ids = sorted(weights)
         return SparseVector(indices=tuple(ids), values=tuple(weights[i] for i in ids))

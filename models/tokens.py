@@ -9,6 +9,7 @@ the tokenizer and the truncation length the encoder will apply, not 2 GB of BGE-
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,16 @@ from rayweave.models.resolve import resolve_model
 
 
 class TokenizerCounter:
-    """`count_tokens` (no special tokens, no truncation) and the content length the encoder reads."""
+    """`count_tokens` (no special tokens, no truncation) and the content length the encoder reads.
+
+    Calls into the tokenizer hold `lock`: a Rust-backed tokenizer stores truncation settings on
+    itself, and two threads reconfiguring it at once fail with "Already borrowed" (Serve replicas
+    encode from a thread pool). Whoever else calls this tokenizer takes the same lock.
+    """
 
     def __init__(self, tokenizer: Any, *, max_length: int, reserved: int = 0) -> None:
         self.tokenizer = tokenizer
+        self.lock = threading.Lock()
         self.max_length = max_length
         self.special_tokens = int(tokenizer.num_special_tokens_to_add(pair=False))
         self.reserved = reserved
@@ -37,14 +44,15 @@ class TokenizerCounter:
             raise TypeError("expected a sequence of texts, got one string; wrap it in a list")
         if not texts:
             return []
-        encoded = self.tokenizer(
-            list(texts),
-            add_special_tokens=False,
-            truncation=False,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-            verbose=False,
-        )
+        with self.lock:
+            encoded = self.tokenizer(
+                list(texts),
+                add_special_tokens=False,
+                truncation=False,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+                verbose=False,
+            )
         return [len(ids) for ids in encoded["input_ids"]]
 
 

@@ -4,7 +4,8 @@ Real layouts, random weights: a BERT and an XLM-R masked LM (SPLADE), an XLM-R e
 BGE-M3's `sparse_linear.pt`/`colbert_linear.pt` heads beside it, a sentence-transformers folder
 with query/document prompts, a Llama-style causal LM with a chat template, and a small open_clip
 config. The XLM-R tokenizer is a SentencePiece-style Unigram trained on the spot (no XLM-R
-tokenizer files exist offline) with XLM-R's special-token ids.
+tokenizer files exist offline) with XLM-R's special-token ids. The root conftest sets
+HF_HUB_OFFLINE=1, so nothing here can reach a hub.
 """
 
 from __future__ import annotations

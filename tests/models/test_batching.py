@@ -51,6 +51,10 @@ class TestPlanBatches:
         )
         assert all(b.width == 16 for b in batches)
         assert [len(b.indices) for b in batches] == [2, 2]
+        capped = plan_batches(
+            [9, 5], batch_tokens=32, max_batch_size=8, pad_to_multiple_of=8, max_width=10
+        )
+        assert capped[0].width == 10  # never wider than the model's positions
         assert round_up(9, 8) == 16
         assert round_up(16, 8) == 16
         assert round_up(9, 1) == 9

@@ -240,3 +240,28 @@ def test_vector_quantization_rows() -> None:
     out = add_ratios(rows)
     assert all(r.speedup is None for r in out)
     assert all(r.ndcg_change == pytest.approx(0.0) for r in out)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs an NVIDIA GPU")
+def test_bge_m3_throughput_rows_on_cuda(bert_tokenizer_dir: Path, onnx_cache: Path) -> None:
+    from transformers import AutoTokenizer
+
+    settings = Settings(models={"cache_dir": onnx_cache})
+    rows = bge_m3_throughput_rows(
+        [t for _, t in DOCS.values()] * 8,
+        AutoTokenizer.from_pretrained(bert_tokenizer_dir),
+        device="cuda",
+        dataset="tiny",
+        config=bge_m3_config(small=True),
+        settings=settings,
+        rounds=1,
+        say=lambda _: None,
+    )
+    assert [r.variant for r in rows] == [
+        "plain torch fp32",
+        "plain torch fp16",
+        "rayweave fp16 dense",
+        "rayweave fp16 dense+sparse+colbert",
+    ]
+    assert all(r.tokens_per_s > 0 for r in rows)

@@ -146,3 +146,21 @@ class TestTinyCheckpoint:
             load_sentence_transformer(
                 "no-such-org/no-such-model", options("fp32", "torch", onnx_cache)
             )
+
+
+def test_concurrent_threads_share_one_encoder(tiny_st_dir: Path, onnx_cache: Path) -> None:
+    """Serve replicas encode from a thread pool; the shared Rust tokenizer must not be raced."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    enc = load_sentence_transformer(str(tiny_st_dir), options("fp32", "onnx", onnx_cache))
+    texts = [s * (1 + i % 5) for i, s in enumerate(SENTENCES[:40])]
+    expected = enc.encode(texts)
+
+    def work(i: int) -> np.ndarray:
+        enc.count_tokens(texts[i:])
+        return enc.encode(texts)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(work, range(24)))
+    for got in results:
+        np.testing.assert_allclose(got, expected, atol=1e-5)

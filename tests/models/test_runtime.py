@@ -156,3 +156,37 @@ class TestPostprocess:
         assert vec.values == pytest.approx((0.6,))
         empty = token_weights_to_sparse(ids[:1], weights[:1], mask[:1], skip_ids=(0,))
         assert empty.indices == ()
+
+
+def test_untraceable_core_falls_back_to_torch(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Branchy(MeanCore):
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            raise RuntimeError("cannot trace this")
+
+    plan = plan_execution(device="cpu", precision="int8", cpu_backend="onnx")
+    runner = build_runner(
+        Branchy(),
+        options=RunOptions(plan=plan, cache_dir=tmp_path),
+        example=example(),
+        output_names=["out"],
+        output_axes={"out": {0: "batch"}},
+    )
+    assert isinstance(runner, TorchRunner)
+    assert "ONNX export failed" in caplog.text
+    assert not list(tmp_path.glob(".*"))  # the half-written export folder is gone
+
+
+def test_unwritable_cache_falls_back_to_torch(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    plan = plan_execution(device="cpu", precision="fp32", cpu_backend="onnx")
+    runner = build_runner(
+        MeanCore(),
+        options=RunOptions(plan=plan, cache_dir=blocker / "cache"),
+        example=example(),
+        output_names=["out"],
+        output_axes={"out": {0: "batch"}},
+    )
+    assert isinstance(runner, TorchRunner)
