@@ -45,7 +45,7 @@ def collect_status(settings: Settings) -> StatusReport:
     if settings.graph.uri is not None:
         graph_line = f"external server at {settings.graph.uri} (database {settings.graph.database})"
     else:
-        graph_line = GraphServer(settings).status().describe()
+        graph_line = GraphServer.from_settings(settings).status().describe()
 
     serve_line = "not running"
     if head_running(settings) or settings.ray.address is not None:
@@ -104,5 +104,5 @@ def stop_all(settings: Settings) -> list[str]:
             else "ray: external cluster left running"
         )
     if settings.graph.uri is None:
-        lines.append("graph: " + ("stopped" if GraphServer(settings).stop() else "not running"))
+        lines.append("graph: " + ("stopped" if GraphServer.from_settings(settings).stop() else "not running"))
     return lines
