@@ -349,6 +349,12 @@ class RetrievalSettings(_Group):
         default="rrf", description="How ranked lists are fused."
     )
     rrf_k: int = Field(default=60, ge=0, description="RRF damping constant (Cormack et al. 2009).")
+    anchor_top: int = Field(
+        default=1,
+        ge=0,
+        description="Top hits of the vector-only fusion that lead the final ranking: graph and web "
+        "lists add recall below them but cannot displace them (keeps MRR at the vector level).",
+    )
     candidates: int = Field(default=50, ge=1, description="Candidates per retriever before fusion.")
     hierarchical: bool = Field(
         default=False, description="Default for documents -> sections -> propositions narrowing."

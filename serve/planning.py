@@ -21,8 +21,8 @@ WEIGHTS: MappingProxyType[ContentScope, MappingProxyType[str, float]] = MappingP
                 "dense": 1.0,
                 "sparse": 0.7,
                 "hierarchical": 0.8,
-                "graph": 0.6,
-                "graph-expand": 0.8,
+                "graph": 0.4,
+                "graph-expand": 0.4,
                 "web": 0.5,
             }
         ),
