@@ -349,6 +349,13 @@ class RetrievalSettings(_Group):
         default="rrf", description="How ranked lists are fused."
     )
     rrf_k: int = Field(default=60, ge=0, description="RRF damping constant (Cormack et al. 2009).")
+    max_per_document: int = Field(
+        default=2,
+        ge=0,
+        description="Hits of one document allowed before the others are moved below hits of "
+        "other documents (0 = no limit): a summary, its section and its proposition say one "
+        "thing three times.",
+    )
     anchor_top: int = Field(
         default=1,
         ge=0,

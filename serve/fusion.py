@@ -127,6 +127,25 @@ def aggregate(
     return out
 
 
+def diversify(hits: Sequence[Hit], *, max_per_document: int) -> list[Hit]:
+    """Move each document's hits beyond the first `max_per_document` below every other hit,
+    keeping relative order; scores are capped so that the list stays sorted."""
+    if max_per_document <= 0:
+        return list(hits)
+    seen: dict[str, int] = {}
+    head: list[Hit] = []
+    tail: list[Hit] = []
+    for h in hits:
+        seen[h.doc_id] = seen.get(h.doc_id, 0) + 1
+        (head if seen[h.doc_id] <= max_per_document else tail).append(h)
+    out: list[Hit] = []
+    for h in head + tail:
+        if out and h.score > out[-1].score:
+            h = replace(h, score=out[-1].score)
+        out.append(h)
+    return out
+
+
 VECTOR_LISTS = frozenset({"dense", "sparse", "hierarchical"})
 
 

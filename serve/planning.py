@@ -75,6 +75,7 @@ def make_plan(
         weights=dict(WEIGHTS[classification.scope]),
         top_k=top_k,
         candidates=max(settings.candidates, top_k),
+        max_per_document=settings.max_per_document,
     )
 
 
