@@ -127,7 +127,7 @@ def aggregate(
     return out
 
 
-def diversify(hits: Sequence[Hit], *, max_per_document: int) -> list[Hit]:
+def cap_per_document(hits: Sequence[Hit], *, max_per_document: int) -> list[Hit]:
     """Move each document's hits beyond the first `max_per_document` below every other hit,
     keeping relative order; scores are capped so that the list stays sorted."""
     if max_per_document <= 0:

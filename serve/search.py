@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from rayweave.cluster.types import Hit
-from rayweave.serve.fusion import diversify
+from rayweave.serve.fusion import cap_per_document
 from rayweave.serve.schemas import ContentScope, Profile, QueryType
 
 
@@ -209,7 +209,7 @@ class SearchPipeline:
             except Exception:
                 degraded.append("refiner")
             timings["refine"] = _ms(t)
-        hits = diversify(hits, max_per_document=plan.max_per_document)
+        hits = cap_per_document(hits, max_per_document=plan.max_per_document)
         timings["total"] = _ms(started)
         return SearchOutcome(
             classification=classification,

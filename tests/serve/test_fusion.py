@@ -8,7 +8,7 @@ from rayweave.cluster.types import GraphPath, Hit
 from rayweave.serve.fusion import (
     aggregate,
     anchored_fusion,
-    diversify,
+    cap_per_document,
     fuse,
     reciprocal_rank_fusion,
     weighted_score_fusion,
@@ -102,9 +102,9 @@ class TestAnchoredFusion:
         assert [h.id for h in anchored_fusion(vector, anchor_top=2)] == [h.id for h in fuse(vector)]
 
 
-def test_diversify_moves_a_documents_extra_hits_below_the_others() -> None:
+def test_cap_per_document_moves_a_documents_extra_hits_below_the_others() -> None:
     hits = [h("a1", 0.9, "a"), h("a2", 0.8, "a"), h("a3", 0.7, "a"), h("b1", 0.6, "b")]
-    out = diversify(hits, max_per_document=2)
+    out = cap_per_document(hits, max_per_document=2)
     assert [x.id for x in out] == ["a1", "a2", "b1", "a3"]
     assert [x.score for x in out] == [0.9, 0.8, 0.6, 0.6]
-    assert [x.id for x in diversify(hits, max_per_document=0)] == ["a1", "a2", "a3", "b1"]
+    assert [x.id for x in cap_per_document(hits, max_per_document=0)] == ["a1", "a2", "a3", "b1"]
