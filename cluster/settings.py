@@ -217,6 +217,9 @@ class GraphSettings(_Group):
     )
     hop_decay: float = Field(default=0.6, gt=0, le=1, description="Score factor per extra hop.")
     max_results: int = Field(default=20, ge=1, description="Graph hits returned per traversal.")
+    neighbourhood_max_nodes: int = Field(
+        default=60, ge=1, description="Largest neighbourhood the search page's graph view gets."
+    )
     vector_weight: float = Field(
         default=0.7,
         ge=0,
