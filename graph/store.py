@@ -775,11 +775,14 @@ class GraphStore:
             if not frontier or len(nodes) >= cap:
                 break
             reached: list[str] = []
-            for query in (_NEIGHBOUR_OUT, _NEIGHBOUR_IN):
+            # Structure (chunks -> their document) comes in, entities go out: each direction
+            # gets its share of the room left, so neither crowds the other out of the view.
+            for share, query in ((2, _NEIGHBOUR_IN), (1, _NEIGHBOUR_OUT)):
+                room = len(nodes) + max(0, cap - len(nodes)) // share
                 rows = self.read(query, {"keys": frontier, "limit": cap * 4}, op="neighbourhood")
                 for row in rows:
                     if row["key"] not in nodes:
-                        if len(nodes) >= cap:
+                        if len(nodes) >= room:
                             continue
                         nodes[row["key"]] = _view_node(row, start=False)
                         reached.append(row["key"])
