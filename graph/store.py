@@ -780,6 +780,7 @@ class GraphStore:
             for share, query in ((2, _NEIGHBOUR_IN), (1, _NEIGHBOUR_OUT)):
                 room = len(nodes) + max(0, cap - len(nodes)) // share
                 rows = self.read(query, {"keys": frontier, "limit": cap * 4}, op="neighbourhood")
+                rows.sort(key=lambda r: r["type"] not in _STRUCTURE)  # the outline first
                 for row in rows:
                     if row["key"] not in nodes:
                         if len(nodes) >= room:
@@ -1013,6 +1014,7 @@ _NEIGHBOUR_HOP = (
     "RETURN k AS from, type(r) AS type, {out} AS out, " + _VIEW_FIELDS.format(v="m") + " "
     "LIMIT $limit"
 )
+_STRUCTURE = frozenset({RelType.CHUNK_OF.value, RelType.HAS_CHILD.value, RelType.NEXT.value})
 _NEIGHBOUR_OUT = _NEIGHBOUR_HOP.format(pattern="-[r]->", out="true")
 _NEIGHBOUR_IN = _NEIGHBOUR_HOP.format(pattern="<-[r]-", out="false")
 
