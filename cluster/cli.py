@@ -331,15 +331,32 @@ def graph_prune(
     config: ConfigOpt = None,
     collection: CollectionOpt = None,
     min_confidence: Annotated[
-        float, typer.Option(help="Remove inferred edges below this confidence.")
-    ] = 0.2,
+        float | None,
+        typer.Option(
+            help="Remove inferred edges below this confidence (default: graph.prune_min_confidence)."
+        ),
+    ] = None,
+    retention_days: Annotated[
+        float | None,
+        typer.Option(
+            help="Remove conversations idle this many days; 0 keeps them "
+            "(default: graph.conversation_retention_days)."
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Report what would be removed; change nothing.")
+    ] = False,
 ) -> None:
-    """Remove weak inferred edges and entities left without any edge."""
+    """Remove weak inferred edges, orphan entities, chunks without a document and stale conversations."""
     from rayweave.graph.maintenance import prune_graph
 
     settings = _run(lambda: _settings(config, collection))
-    result = _run(lambda: prune_graph(settings, min_confidence=min_confidence))
-    out.print(result)
+    result = _run(
+        lambda: prune_graph(
+            settings, min_confidence=min_confidence, retention_days=retention_days, dry_run=dry_run
+        )
+    )
+    out.print(result.render(), markup=False, highlight=False)
 
 
 def main() -> None:
