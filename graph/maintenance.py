@@ -59,7 +59,9 @@ class PruneSummary:
 def retention_cutoff(retention_days: float, *, now: float) -> float | None:
     """Epoch seconds before which a conversation is stale; None when retention is off (0 days)."""
     if retention_days < 0:
-        raise InputError(f"retention_days must be >= 0 (0 keeps conversations), got {retention_days}")
+        raise InputError(
+            f"retention_days must be >= 0 (0 keeps conversations), got {retention_days}"
+        )
     return None if retention_days == 0 else now - retention_days * _DAY_S
 
 

@@ -73,9 +73,7 @@ def _populate(store: GraphStore) -> None:
             ),
         )
     )
-    store.write(
-        "MATCH (d:Document {key: $k}) DETACH DELETE d", {"k": store.key("ghost")}
-    )
+    store.write("MATCH (d:Document {key: $k}) DETACH DELETE d", {"k": store.key("ghost")})
     store.add_message(
         conversation_id="old",
         message_id="old-1",
@@ -101,10 +99,12 @@ class TestPruneGraph:
         before = graph_store.counts()
         dry = prune_graph(settings, store=graph_store, dry_run=True, now=NOW)
         assert graph_store.counts() == before
-        assert dry.dry_run and "would remove" in dry.render()
+        assert dry.dry_run
+        assert "would remove" in dry.render()
         real = prune_graph(settings, store=graph_store, now=NOW)
         assert real.removed == dry.removed
-        assert "removed" in str(real) and "would" not in str(real)
+        assert "removed" in str(real)
+        assert "would" not in str(real)
 
     def test_removes_weak_edges_orphans_detached_chunks_and_stale_conversations(
         self, graph_store: GraphStore, settings: Settings
