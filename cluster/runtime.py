@@ -124,6 +124,10 @@ def start_head(settings: Settings) -> HeadInfo:
         f"--temp-dir={temp_dir}",
         f"--object-store-memory={ray_cfg.object_store_memory_mb * 1024 * 1024}",
         "--disable-usage-stats",
+        # Ray's two fixed default ports (agent HTTP 52365, client server 10001) would make a
+        # second head on this machine lose its job agent ("No available agent to submit job").
+        f"--dashboard-agent-listen-port={_free_port()}",
+        f"--ray-client-server-port={_free_port()}",
     ]
     if ray_cfg.num_cpus is not None:
         cmd.append(f"--num-cpus={ray_cfg.num_cpus}")
@@ -262,3 +266,9 @@ def _exists(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -58,6 +58,11 @@ class ServerStatus:
     home: Path
     log_path: Path
 
+    def describe(self) -> str:
+        if self.running:
+            return f"running: {self.uri} (pid {self.pid}, log {self.log_path})"
+        return "not running (starts with `rayweave ingest` or `rayweave serve`)"
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _PidRecord:

@@ -231,6 +231,9 @@ class GraphSettings(_Group):
     )
     hop_decay: float = Field(default=0.6, gt=0, le=1, description="Score factor per extra hop.")
     max_results: int = Field(default=20, ge=1, description="Graph hits returned per traversal.")
+    neighbourhood_max_nodes: int = Field(
+        default=60, ge=1, description="Largest neighbourhood the search page's graph view gets."
+    )
     vector_weight: float = Field(
         default=0.7,
         ge=0,
@@ -363,6 +366,19 @@ class RetrievalSettings(_Group):
         default="rrf", description="How ranked lists are fused."
     )
     rrf_k: int = Field(default=60, ge=0, description="RRF damping constant (Cormack et al. 2009).")
+    max_per_document: int = Field(
+        default=2,
+        ge=0,
+        description="Hits of one document allowed before the others are moved below hits of "
+        "other documents (0 = no limit): a summary, its section and its proposition say one "
+        "thing three times.",
+    )
+    anchor_top: int = Field(
+        default=1,
+        ge=0,
+        description="Top hits of the vector-only fusion that lead the final ranking: graph and web "
+        "lists add recall below them but cannot displace them (keeps MRR at the vector level).",
+    )
     candidates: int = Field(default=50, ge=1, description="Candidates per retriever before fusion.")
     hierarchical: bool = Field(
         default=False, description="Default for documents -> sections -> propositions narrowing."

@@ -104,5 +104,7 @@ def stop_all(settings: Settings) -> list[str]:
             else "ray: external cluster left running"
         )
     if settings.graph.uri is None:
-        lines.append("graph: " + ("stopped" if GraphServer.from_settings(settings).stop() else "not running"))
+        lines.append(
+            "graph: " + ("stopped" if GraphServer.from_settings(settings).stop() else "not running")
+        )
     return lines

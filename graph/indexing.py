@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from rayweave.cluster.types import Chunk, Document, Entity
 from rayweave.graph.builders import Extraction, build_graph
-from rayweave.graph.schema import EdgeSource, GraphBatch, RelType
+from rayweave.graph.schema import EdgeRow, EdgeSource, GraphBatch, RelType
 from rayweave.graph.store import GraphStore, WriteReport
 
 
@@ -57,16 +57,12 @@ def rebuild_corpus_edges(store: GraphStore) -> WriteReport:
     docstring). Extractor and LLM edges already stored stay; their entities join the gazetteer."""
     chunks = store.chunks()
     batch = build_graph(chunks, known=store.gazetteer(), settings=store.settings)
-    related = tuple(
-        e
-        for e in batch.edges
-        if e.rel is RelType.RELATED_TO and e.source is EdgeSource.COOCCURRENCE
-    )
-    rest = GraphBatch(
-        entities=batch.entities,
-        topics=batch.topics,
-        edges=tuple(e for e in batch.edges if e not in related),
-    )
+    related: list[EdgeRow] = []
+    others: list[EdgeRow] = []
+    for e in batch.edges:  # one pass: corpus-wide batches hold 10^5 edges
+        is_cooc = e.rel is RelType.RELATED_TO and e.source is EdgeSource.COOCCURRENCE
+        (related if is_cooc else others).append(e)
+    rest = GraphBatch(entities=batch.entities, topics=batch.topics, edges=tuple(others))
     report = store.write_batch(rest)
     linked = 0
     if related:
@@ -79,7 +75,7 @@ def rebuild_corpus_edges(store: GraphStore) -> WriteReport:
             {"source": EdgeSource.COOCCURRENCE.value},
             op="rebuild_corpus_edges",
         )
-        linked = store.write_edges(related, mode="replace")
+        linked = store.write_edges(tuple(related), mode="replace")
     return WriteReport(
         entities=report.entities,
         topics=report.topics,

@@ -794,6 +794,57 @@ class GraphStore:
             out[r["norm"]].append(r["id"])
         return dict(out)
 
+    def neighbourhood(
+        self, node_ids: Sequence[str], *, depth: int = 1, limit: int | None = None
+    ) -> dict[str, Any]:
+        """Nodes and typed relationships within `depth` hops of `node_ids` (chunk, document or
+        entity ids; a summary chunk id resolves to its Document), for the search page's graph
+        view. Aliases and conversation nodes are left out; at most `limit` nodes come back
+        (`settings.neighbourhood_max_nodes` by default), the start nodes first."""
+        if depth < 1 or depth > 3:
+            raise InputError(f"neighbourhood depth must be 1-3, got {depth}")
+        cap = limit or self.settings.neighbourhood_max_nodes
+        nodes: dict[str, dict[str, Any]] = {}
+        edges: dict[tuple[str, str, str], dict[str, str]] = {}
+        frontier = [self.key(i) for i in dict.fromkeys(node_ids) if i]
+        for row in self.read(_NEIGHBOUR_START, {"keys": frontier}, op="neighbourhood"):
+            nodes.setdefault(row["key"], _view_node(row, start=True))
+        frontier = list(nodes)
+        for _ in range(depth):
+            if not frontier or len(nodes) >= cap:
+                break
+            reached: list[str] = []
+            # Structure (chunks -> their document) comes in, entities go out: each direction
+            # gets its share of the room left, so neither crowds the other out of the view.
+            for share, query in ((2, _NEIGHBOUR_IN), (1, _NEIGHBOUR_OUT)):
+                room = len(nodes) + max(0, cap - len(nodes)) // share
+                rows = self.read(query, {"keys": frontier, "limit": cap * 4}, op="neighbourhood")
+                for row in rows:
+                    if row["key"] not in nodes:
+                        if len(nodes) >= room:
+                            continue
+                        nodes[row["key"]] = _view_node(row, start=False)
+                        reached.append(row["key"])
+                    src, dst = (
+                        (row["from"], row["key"]) if row["out"] else (row["key"], row["from"])
+                    )
+                    edges.setdefault(
+                        (src, row["type"], dst),
+                        {
+                            "source": self._strip(src),
+                            "target": self._strip(dst),
+                            "type": row["type"],
+                        },
+                    )
+            frontier = reached
+        return {
+            "nodes": [{**n, "id": self._strip(k)} for k, n in nodes.items()],
+            "edges": [e for (src, _, dst), e in edges.items() if src in nodes and dst in nodes],
+        }
+
+    def _strip(self, key: str) -> str:
+        return key.split(":", 1)[1] if key.startswith(f"{self.ns}:") else key
+
     def chunks(self, doc_ids: Sequence[str] | None = None) -> list[Chunk]:
         """Stored chunks of every level (of the given documents, else all), for corpus-wide
         rebuilds. Fields the graph does not keep (sibling and child ids, offsets) are empty."""
@@ -973,6 +1024,52 @@ class GraphStore:
             first_viewed_at=float(r["first"]),
             last_viewed_at=float(r["last"]),
         )
+
+
+# The search page's graph view: start nodes by key (a Document also by its summary chunk key),
+# then one hop out and in. Aliases and conversations are bookkeeping, not knowledge.
+_VIEW_FIELDS = (
+    "labels({v})[0] AS label, {v}.key AS key, {v}.name AS name, {v}.title AS title, "
+    "substring(coalesce({v}.text, ''), 0, 120) AS text, {v}.source AS source, "
+    "{v}.level AS level"
+)
+_NEIGHBOUR_START = (
+    "UNWIND $keys AS k "
+    "OPTIONAL MATCH (d:Document {key: k}) OPTIONAL MATCH (c:Document {ckey: k}) "
+    "OPTIONAL MATCH (s:Section {key: k}) OPTIONAL MATCH (p:Proposition {key: k}) "
+    "OPTIONAL MATCH (e:Entity {key: k}) OPTIONAL MATCH (t:Topic {key: k}) "
+    "WITH coalesce(d, c, s, p, e, t) AS n WHERE n IS NOT NULL "
+    "RETURN DISTINCT " + _VIEW_FIELDS.format(v="n")
+)
+_NEIGHBOUR_HOP = (
+    "UNWIND $keys AS k "
+    "OPTIONAL MATCH (d:Document {{key: k}}) OPTIONAL MATCH (s:Section {{key: k}}) "
+    "OPTIONAL MATCH (p:Proposition {{key: k}}) OPTIONAL MATCH (e:Entity {{key: k}}) "
+    "OPTIONAL MATCH (t:Topic {{key: k}}) "
+    "WITH k, coalesce(d, s, p, e, t) AS n WHERE n IS NOT NULL "
+    "MATCH (n){pattern}(m) WHERE m.ns = $ns AND NOT m:Alias AND NOT m:Message "
+    "AND NOT m:Conversation AND NOT m:User "
+    "RETURN k AS from, type(r) AS type, {out} AS out, " + _VIEW_FIELDS.format(v="m") + " "
+    "LIMIT $limit"
+)
+_NEIGHBOUR_OUT = _NEIGHBOUR_HOP.format(pattern="-[r]->", out="true")
+_NEIGHBOUR_IN = _NEIGHBOUR_HOP.format(pattern="<-[r]-", out="false")
+
+
+def _view_node(row: Mapping[str, Any], *, start: bool) -> dict[str, Any]:
+    label = str(row["label"])
+    if label == NodeLabel.DOCUMENT.value:
+        name = row.get("title") or row.get("source") or ""
+    elif label in (NodeLabel.SECTION.value, NodeLabel.PROPOSITION.value):
+        name = row.get("text") or ""
+    else:
+        name = row.get("name") or row.get("title") or ""
+    return {
+        "label": label,
+        "name": str(name)[:120],
+        "source": row.get("source"),
+        "start": start,
+    }
 
 
 def _chunk_from_props(p: Mapping[str, Any], *, level: Level) -> Chunk:

@@ -8,6 +8,7 @@ requests are scaled to the cluster so that the pools and the read tasks always f
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +31,9 @@ class StageResources:
     model: float
     task: float
     gpus: float
+
+
+PLAIN_PROGRESS_S = 15.0
 
 
 def plan_resources(settings: Settings, cluster_cpus: float) -> StageResources:
@@ -124,8 +128,13 @@ def run_ingest(
         writer.close()
 
     ctx = DataContext.get_current()
-    ctx.enable_progress_bars = False
+    ctx.enable_progress_bars = False  # our own progress bar counts documents, not blocks
     ctx.verbose_progress = False
+    # Ray Data's plan and per-dataset INFO lines go to its log file, not over our progress bar.
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    # Its issue detectors repeat a memory warning every 30 s per model pool; `rayweave bench
+    # ingest` measures peak memory instead.
+    ctx.issue_detectors_config.detectors = []
     res = plan_resources(settings, float(ray.cluster_resources().get("CPU", 1.0)))
     ing = settings.ingest
     model_opts: dict[str, Any] = {"num_cpus": res.model, "batch_size": ing.batch_size}
@@ -133,7 +142,14 @@ def run_ingest(
         model_opts["num_gpus"] = res.gpus
 
     if beir:
-        ds = ray.data.read_json(str(corpus), lines=True, override_num_blocks=max(2, total // 2000))
+        # The read task asks for the planned share too: at Ray Data's default of 1 CPU it waits
+        # forever for a core that the actor pools already hold.
+        ds = ray.data.read_json(
+            str(corpus),
+            lines=True,
+            override_num_blocks=max(2, total // 2000),
+            num_cpus=res.task,
+        )
         ds = ds.map_batches(stages.load_beir_records, batch_size=ing.batch_size, num_cpus=res.task)
     else:
         ds = ray.data.from_items(
@@ -191,12 +207,23 @@ def run_ingest(
         console=console,
         transient=False,
     )
+    # Without a terminal (logs, `ray job submit`) rich draws nothing live: print a line instead
+    # every PLAIN_PROGRESS_S seconds so that long runs still show they are moving.
+    plain = not console.is_terminal
+    done, last_line = 0, time.monotonic()
     with progress:
         task = progress.add_task(collection, total=total)
         for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
             for outcome in batch["outcome"]:
                 summary.add(outcome)
+            done += len(batch["outcome"])
             progress.update(task, advance=len(batch["outcome"]))
+            if plain and time.monotonic() - last_line >= PLAIN_PROGRESS_S:
+                last_line = time.monotonic()
+                console.print(
+                    f"ingest {collection}: {done}/{total} documents, "
+                    f"{summary.chunks} chunks, {last_line - started:.0f}s"
+                )
 
     with console.status("linking entities across documents and building the vector index"):
         summary.graph_nodes, summary.graph_edges = finalize(settings, collection)

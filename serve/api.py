@@ -14,9 +14,9 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -203,6 +203,13 @@ def create_api(
     @app.get("/v1/documents/{doc_id}", response_model=DocumentResponse, dependencies=guarded)
     async def document(doc_id: str) -> DocumentResponse:
         return DocumentResponse(doc_id=doc_id, chunks=await service.document(doc_id))
+
+    @app.get("/v1/graph/neighbourhood", dependencies=guarded)
+    async def neighbourhood(
+        ids: Annotated[list[str], Query(description="Chunk, document or entity ids.")],
+        depth: Annotated[int, Query(description="Hops from the given nodes (1-3).")] = 1,
+    ) -> dict[str, Any]:
+        return await service.neighbourhood(ids, depth)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:

@@ -46,6 +46,7 @@ class Ingress:
             pipeline=pipeline,
             documents=cast(Any, vector_proxy),
             conversations=cast(Any, graph_proxy),
+            graph=cast(Any, graph_proxy),
         )
         self.graph = graph_proxy
 

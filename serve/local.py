@@ -50,6 +50,7 @@ class LocalSearch:
             pipeline=pipeline,
             documents=self.vector,
             conversations=cast(Any, self.graph),
+            graph=cast(Any, self.graph),
         )
 
     def close(self) -> None:

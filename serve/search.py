@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from rayweave.cluster.types import Hit
+from rayweave.serve.fusion import cap_per_document
 from rayweave.serve.schemas import ContentScope, Profile, QueryType
 
 
@@ -45,6 +46,7 @@ class RetrievalPlan:
     weights: Mapping[str, float] = field(default_factory=dict)
     top_k: int = 10
     candidates: int = 50
+    max_per_document: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -207,6 +209,7 @@ class SearchPipeline:
             except Exception:
                 degraded.append("refiner")
             timings["refine"] = _ms(t)
+        hits = cap_per_document(hits, max_per_document=plan.max_per_document)
         timings["total"] = _ms(started)
         return SearchOutcome(
             classification=classification,

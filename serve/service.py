@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from rayweave.cluster.errors import NotFoundError, QueryError
 from rayweave.cluster.settings import ServeSettings
@@ -41,6 +41,14 @@ class ConversationStore(Protocol):
         document_ids: Sequence[str],
     ) -> str:
         """Store a message (PART_OF, CREATED, MENTIONS, REFERENCES); returns its id."""
+
+
+class GraphView(Protocol):
+    async def neighbourhood(self, node_ids: Sequence[str], depth: int = 1) -> dict[str, Any]:
+        """Nodes and typed relationships around `node_ids` (the search page's graph view)."""
+
+
+MAX_VIEW_IDS = 50
 
 
 def validate_query(text: str, limits: ServeSettings) -> str:
@@ -88,12 +96,14 @@ class SearchService:
         pipeline: SearchPipeline,
         documents: DocumentReader,
         conversations: ConversationStore | None = None,
+        graph: GraphView | None = None,
         chat: ChatModel | None = None,
     ) -> None:
         self.settings = settings
         self.pipeline = pipeline
         self.documents = documents
         self.conversations = conversations
+        self.graph = graph
         self.chat = chat
 
     async def search(self, request: SearchRequest) -> SearchResponse:
@@ -172,3 +182,15 @@ class SearchService:
         return await self.conversations.add_message(
             conversation_id, role=role, content=content, user_id=user_id, document_ids=document_ids
         )
+
+    async def neighbourhood(self, node_ids: Sequence[str], depth: int) -> dict[str, Any]:
+        if self.graph is None:
+            raise NotFoundError("the graph view needs the graph store, which is not configured")
+        ids = [i.strip() for i in node_ids if i.strip()]
+        if not ids:
+            raise QueryError("name at least one node id (ids=...)")
+        if len(ids) > MAX_VIEW_IDS:
+            raise QueryError(f"{len(ids)} node ids; the limit is {MAX_VIEW_IDS}")
+        if not 1 <= depth <= 3:
+            raise QueryError(f"depth must be between 1 and 3, got {depth}")
+        return await self.graph.neighbourhood(ids, depth=depth)

@@ -22,6 +22,7 @@ from rayweave.cluster.settings import RetrievalSettings, Settings
 from rayweave.cluster.types import Hit, Level, SparseVector
 from rayweave.cluster.vector_store import ScoredPoint, VectorQuery, VectorStore
 from rayweave.models.protocols import DenseEncoder, SparseEncoder
+from rayweave.serve.fusion import cap_per_document
 from rayweave.serve.search import RankedLists, RetrievalQuery
 
 HIERARCHY_DECAY = 0.5
@@ -45,17 +46,6 @@ def hit_from_point(point: ScoredPoint, retriever: str) -> Hit:
             if p.get(k) is not None
         },
     )
-
-
-def diversify(hits: Sequence[Hit], limit: int) -> list[Hit]:
-    """graphrag-toolkit's vss_diversity_factor: take the best hit of each unseen source first,
-    then fill up with the rest in rank order."""
-    seen: set[str] = set()
-    first, rest = [], []
-    for h in hits:
-        (rest if h.source in seen else first).append(h)
-        seen.add(h.source)
-    return (first + rest)[:limit]
 
 
 def _filter(query: RetrievalQuery, **extra: object) -> dict[str, Any]:
@@ -134,7 +124,9 @@ class VectorSearch:
         for name, points in zip(names, results, strict=True):
             hits = [hit_from_point(p, name) for p in points]
             lists[name] = (
-                diversify(hits, plan.candidates) if self.settings.diversity_factor > 1 else hits
+                cap_per_document(hits, max_per_document=1)[: plan.candidates]
+                if self.settings.diversity_factor > 1
+                else hits
             )
         return lists
 

@@ -3,35 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from rayweave.cluster.settings import Settings
-from rayweave.ingest.pipeline import run_ingest
-from rayweave.serve.app import deploy, shutdown
-
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-SAMPLE = REPO / "ingest" / "sample_corpus"
 QUERIES = json.loads((REPO / "tests" / "ingest" / "sample_queries.json").read_text())["queries"]
-
-
-@pytest.fixture(scope="module")
-def app_url(ray_stack: Settings, graph_connection: object) -> Iterator[str]:
-    settings = Settings(
-        **{
-            **ray_stack.model_dump(),
-            "qdrant": {**ray_stack.qdrant.model_dump(), "collection": "sample"},
-        }
-    )
-    run_ingest(settings, [SAMPLE], collection="sample")
-    url = deploy(settings)
-    yield url
-    shutdown(settings)
 
 
 def search(url: str, **body: object) -> httpx.Response:
@@ -116,3 +96,26 @@ def test_conversation_messages_are_stored(app_url: str) -> None:
     assert resp.json()["conversation_id"] == "c1"
     after = search(app_url, query="what should I check next?", conversation_id="c1", top_k=5)
     assert after.status_code == 200
+
+
+def test_graph_neighbourhood_of_a_result(app_url: str) -> None:
+    top = search(app_url, query="What is a lease in Ferry?", top_k=3).json()["results"][0]
+    view = httpx.get(f"{app_url}/v1/graph/neighbourhood", params={"ids": top["doc_id"]}, timeout=60)
+    assert view.status_code == 200, view.text
+    body = view.json()
+    ids = {n["id"] for n in body["nodes"]}
+    start = [n for n in body["nodes"] if n["start"]]
+    assert [n["id"] for n in start] == [top["doc_id"]]
+    assert start[0]["label"] == "Document"
+    assert {"CHUNK_OF"} <= {e["type"] for e in body["edges"]}
+    assert all(e["source"] in ids and e["target"] in ids for e in body["edges"])
+    entity = next(n["id"] for n in body["nodes"] if n["label"] == "Entity")
+    hop = httpx.get(f"{app_url}/v1/graph/neighbourhood", params={"ids": entity}, timeout=60).json()
+    assert len(hop["nodes"]) > 1
+
+    bad = httpx.get(
+        f"{app_url}/v1/graph/neighbourhood", params={"ids": entity, "depth": 9}, timeout=60
+    )
+    assert bad.status_code == 400
+    assert "depth" in bad.json()["detail"]
+    assert httpx.get(f"{app_url}/v1/graph/neighbourhood", timeout=60).status_code == 422

@@ -1,9 +1,18 @@
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 
 from rayweave.cluster.types import GraphPath, Hit
-from rayweave.serve.fusion import aggregate, fuse, reciprocal_rank_fusion, weighted_score_fusion
+from rayweave.serve.fusion import (
+    aggregate,
+    anchored_fusion,
+    cap_per_document,
+    fuse,
+    reciprocal_rank_fusion,
+    weighted_score_fusion,
+)
 
 
 def h(i: str, score: float = 1.0, doc: str | None = None, **kw: object) -> Hit:
@@ -66,3 +75,36 @@ class TestAggregate:
         assert [x.doc_id for x in out] == ["A", "B"]
         assert out[0].score == pytest.approx(1.25)
         assert out[0].id == "c1"  # the best chunk represents its document
+
+
+class TestAnchoredFusion:
+    LISTS: ClassVar[dict[str, list[Hit]]] = {
+        "dense": [h("a"), h("b"), h("c")],
+        "sparse": [h("b"), h("a"), h("c")],
+        # a short graph list that would outvote the vector lists' leader under plain RRF
+        "graph": [h("c"), h("d")],
+        "graph-expand": [h("c")],
+    }
+
+    def test_vector_leader_stays_first_and_graph_reorders_the_rest(self) -> None:
+        plain = [h.id for h in fuse(self.LISTS, weights={"sparse": 0.7})]
+        assert plain[0] == "c"
+        anchored = anchored_fusion(self.LISTS, anchor_top=1, weights={"sparse": 0.7})
+        assert [h.id for h in anchored] == ["a", "c", "b", "d"]
+        scores = [h.score for h in anchored]
+        assert scores == sorted(scores, reverse=True)
+        assert set(anchored[1].retrievers) == {"dense", "sparse", "graph", "graph-expand"}
+
+    def test_zero_anchor_or_vector_only_lists_are_plain_fusion(self) -> None:
+        plain = [h.id for h in fuse(self.LISTS)]
+        assert [h.id for h in anchored_fusion(self.LISTS, anchor_top=0)] == plain
+        vector = {k: v for k, v in self.LISTS.items() if k in ("dense", "sparse")}
+        assert [h.id for h in anchored_fusion(vector, anchor_top=2)] == [h.id for h in fuse(vector)]
+
+
+def test_cap_per_document_moves_a_documents_extra_hits_below_the_others() -> None:
+    hits = [h("a1", 0.9, "a"), h("a2", 0.8, "a"), h("a3", 0.7, "a"), h("b1", 0.6, "b")]
+    out = cap_per_document(hits, max_per_document=2)
+    assert [x.id for x in out] == ["a1", "a2", "b1", "a3"]
+    assert [x.score for x in out] == [0.9, 0.8, 0.6, 0.6]
+    assert [x.id for x in cap_per_document(hits, max_per_document=0)] == ["a1", "a2", "a3", "b1"]

@@ -1,0 +1,119 @@
+"""The search page in headless Chromium against the real Serve app on 127.0.0.1.
+
+Chromium and its driver come from Debian (`make install` installs them); a browser cannot be
+downloaded here, and a missing one fails this test rather than skipping it. The screenshot is
+kept under `artifacts/ui/` as the run's evidence.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import Select, WebDriverWait
+from tests_support import REPO
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration]
+
+ARTIFACTS = REPO / "artifacts" / "ui"
+WAIT_S = 90
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[webdriver.Chrome]:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver")
+    assert chromium, "install Debian chromium and chromium-driver (make install)"
+    assert driver_path, "install Debian chromium-driver (make install)"
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(arg)
+    options.add_argument("--window-size=1400,1000")
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def run_search(driver: webdriver.Chrome, query: str) -> None:
+    box = driver.find_element(By.ID, "q")
+    box.clear()
+    box.send_keys(query)
+    driver.find_element(By.ID, "go").click()
+
+
+def wait(driver: webdriver.Chrome) -> WebDriverWait[webdriver.Chrome]:
+    return WebDriverWait(driver, WAIT_S)
+
+
+def test_search_results_context_and_graph_expansion(
+    app_url: str, browser: webdriver.Chrome
+) -> None:
+    browser.get(f"{app_url}/")
+    assert browser.title == "rayweave search"
+    Select(browser.find_element(By.ID, "profile")).select_by_visible_text("hybrid+graph")
+    run_search(browser, "What is a lease in Ferry?")
+
+    wait(browser).until(lambda d: d.find_elements(By.CSS_SELECTOR, "li.result .source"))
+    sources = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "li.result .source")]
+    assert sources[0].endswith("leases.md"), sources
+    assert browser.find_elements(By.CSS_SELECTOR, "li.result mark"), "query terms highlighted"
+    assert browser.find_elements(By.CSS_SELECTOR, "li.result .badge")
+    assert "lease" in browser.find_element(By.ID, "context").text.lower()
+    assert "results in" in browser.find_element(By.ID, "status").text
+
+    wait(browser).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#graph circle")) > 1)
+    nodes = browser.find_elements(By.CSS_SELECTOR, "#graph circle")
+    assert browser.find_elements(By.CSS_SELECTOR, "#graph line.edge")
+    assert browser.find_elements(By.CSS_SELECTOR, "#graph circle.start")
+    before = len(nodes)
+    entity = next(
+        n for n in nodes if n.get_attribute("data-label") == "Entity"
+    )  # an entity's other documents are one hop away
+    browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click'))", entity)
+    wait(browser).until(
+        lambda d: (
+            len(d.find_elements(By.CSS_SELECTOR, "#graph circle")) > before
+            or "already" in d.find_element(By.ID, "graph-info").text
+        )
+    )
+    after = len(browser.find_elements(By.CSS_SELECTOR, "#graph circle"))
+    assert after > before, browser.find_element(By.ID, "graph-info").text
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "search.png"
+    assert browser.save_screenshot(str(shot))
+    assert shot.stat().st_size > 10_000
+    print(f"screenshot: {shot} ({before} -> {after} graph nodes)")
+
+
+def test_empty_results_and_errors_are_visible(app_url: str, browser: webdriver.Chrome) -> None:
+    browser.get(f"{app_url}/")
+    run_search(browser, "x" * 5000)  # longer than serve.max_query_chars
+    wait(browser).until(ec.text_to_be_present_in_element((By.ID, "status"), "Search failed: 400"))
+    assert "limit" in browser.find_element(By.ID, "status").text
+    assert "error" in (browser.find_element(By.ID, "status").get_attribute("class") or "")
+
+    # A filter that matches nothing: the page says so instead of showing a blank list.
+    browser.execute_script(
+        "window.fetchOrig = window.fetch; window.fetch = (u, o) => {"
+        " if (u === '/v1/search') { const b = JSON.parse(o.body);"
+        " b.filters = {source: ['/nowhere/at/all.md']}; o = {...o, body: JSON.stringify(b)}; }"
+        " return window.fetchOrig(u, o); };"
+    )
+    run_search(browser, "What is a lease?")
+    wait(browser).until(lambda d: d.find_elements(By.CSS_SELECTOR, "li.result.empty"))
+    assert "No results" in browser.find_element(By.CSS_SELECTOR, "li.result.empty").text
+
+
+def test_artifact_folder_is_ignored_by_git() -> None:
+    assert "artifacts/" in (REPO / ".gitignore").read_text().splitlines()
+    assert Path(ARTIFACTS).is_relative_to(REPO)
