@@ -166,6 +166,8 @@ class RunFigures:
     """Peak of the summed RSS of the processes doing the work (shared pages counted per process)."""
     setup_s: float = 0.0
     """Model loading before the timed part (the baseline only; the pipeline's is inside)."""
+    start_rss_mb: float = 0.0
+    """The same processes' RSS just before the run (on a shared head: idle workers, Serve)."""
 
     @property
     def docs_per_s(self) -> float:
@@ -387,6 +389,7 @@ def run_ingest_bench(
                     ) as rss,
                     RssSampler(lambda: [driver.pid], interval_s=sample_interval_s) as own,
                 ):
+                    start_mb = rss.peak_mb
                     t0 = time.perf_counter()
                     summary = run_ingest(settings, [subset], beir=True, collection=collection)
                     seconds = time.perf_counter() - t0
@@ -397,6 +400,7 @@ def run_ingest_bench(
                 chunks=summary.chunks,
                 seconds=seconds,
                 peak_rss_mb=rss.peak_mb,
+                start_rss_mb=start_mb,
             )
             rows.append(
                 IngestBenchRow(
@@ -426,6 +430,7 @@ def render_ingest_table(rows: Sequence[IngestBenchRow]) -> Table:
         "docs/s",
         "chunks/s",
         "peak RSS MiB",
+        "RSS at start MiB",
         "model load s",
     ):
         table.add_column(col, justify="left" if col in ("corpus", "run") else "right")
@@ -440,6 +445,7 @@ def render_ingest_table(rows: Sequence[IngestBenchRow]) -> Table:
                 f"{f.docs_per_s:.1f}",
                 f"{f.chunks_per_s:.1f}",
                 f"{f.peak_rss_mb:.0f}",
+                f"{f.start_rss_mb:.0f}" if label == "pipeline" else "-",
                 f"{f.setup_s:.1f}" if label == "baseline" else "in run",
             )
         table.add_row(
@@ -451,6 +457,7 @@ def render_ingest_table(rows: Sequence[IngestBenchRow]) -> Table:
             f"{r.throughput_ratio:.2f}x",
             "",
             f"{r.memory_ratio:.2f}x",
+            "",
             f"load {r.load_avg:.1f}",
         )
     return table

@@ -138,6 +138,7 @@ def test_pipeline_vs_baseline_on_a_tiny_subset(
     assert row.pipeline.documents == row.baseline.documents == 8
     assert row.pipeline.chunks == row.baseline.chunks
     assert row.pipeline.peak_rss_mb > row.driver_peak_rss_mb > 0
+    assert 0 < row.pipeline.start_rss_mb <= row.pipeline.peak_rss_mb
     assert row.baseline.peak_rss_mb > 50
     assert row.throughput_ratio > 0
     assert json.loads(out.read_text())[0]["corpus"] == "hotpotqa-dev"
