@@ -261,25 +261,73 @@ def bench_ingest(
     limit: Annotated[
         int | None, typer.Option(help="Use at most this many documents per set.")
     ] = None,
+    dataset: Annotated[
+        list[str] | None, typer.Option(help="Data set(s) under --data (default: hotpotqa-dev).")
+    ] = None,
+    as_json: Annotated[
+        Path | None, typer.Option("--json", help="Also write the rows as JSON here.")
+    ] = None,
 ) -> None:
     """Whole-pipeline documents/s and chunks/s against bare SentenceTransformer.encode, and peak memory."""
     from rayweave.ingest.bench import run_ingest_bench
 
     settings = _run(lambda: _settings(config))
-    _run(lambda: run_ingest_bench(settings, data_dir=data, limit=limit, console=out))
+    _run(
+        lambda: run_ingest_bench(
+            settings,
+            data_dir=data,
+            limit=limit,
+            console=out,
+            datasets=dataset or ("hotpotqa-dev",),
+            json_path=as_json,
+        )
+    )
 
 
 @bench_app.command("serve")
 def bench_serve(
     config: ConfigOpt = None,
+    collection: CollectionOpt = None,
     data: Annotated[Path, typer.Option(help="Folder of BEIR data sets.")] = Path("../shared/data"),
+    queries: Annotated[
+        str | None,
+        typer.Option(
+            help="BEIR set name (under --data) or folder, or queries file "
+            "(default: the sample corpus questions)."
+        ),
+    ] = None,
     requests: Annotated[int, typer.Option(help="Requests per (profile, concurrency) cell.")] = 200,
+    concurrency: Annotated[
+        list[int] | None, typer.Option(help="Client counts (repeatable; default 1, 8, 32).")
+    ] = None,
+    profile: Annotated[
+        list[str] | None,
+        typer.Option(help="Profiles (repeatable; default dense, hybrid, hybrid+graph)."),
+    ] = None,
+    url: Annotated[
+        str | None, typer.Option(help="Ingress URL (default: from settings; deploys if idle).")
+    ] = None,
+    as_json: Annotated[
+        Path | None, typer.Option("--json", help="Also write the rows as JSON here.")
+    ] = None,
 ) -> None:
     """HTTP load on 127.0.0.1: p50/p95/p99 latency and QPS at 1, 8 and 32 clients per profile."""
-    from rayweave.serve.bench import run_serve_bench
+    from rayweave.serve.bench import DEFAULT_CONCURRENCY, DEFAULT_PROFILES, run_serve_bench
 
-    settings = _run(lambda: _settings(config))
-    _run(lambda: run_serve_bench(settings, data_dir=data, requests=requests, console=out))
+    settings = _run(lambda: _settings(config, collection))
+    _run(
+        lambda: run_serve_bench(
+            settings,
+            data_dir=data,
+            queries=queries,
+            requests=requests,
+            concurrency=concurrency or DEFAULT_CONCURRENCY,
+            profiles=profile or DEFAULT_PROFILES,
+            url=url,
+            json_path=as_json,
+            console=out,
+        )
+    )
 
 
 @bench_app.command("graph")
@@ -332,15 +380,32 @@ def graph_prune(
     config: ConfigOpt = None,
     collection: CollectionOpt = None,
     min_confidence: Annotated[
-        float, typer.Option(help="Remove inferred edges below this confidence.")
-    ] = 0.2,
+        float | None,
+        typer.Option(
+            help="Remove inferred edges below this confidence (default: graph.prune_min_confidence)."
+        ),
+    ] = None,
+    retention_days: Annotated[
+        float | None,
+        typer.Option(
+            help="Remove conversations idle this many days; 0 keeps them "
+            "(default: graph.conversation_retention_days)."
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Report what would be removed; change nothing.")
+    ] = False,
 ) -> None:
-    """Remove weak inferred edges and entities left without any edge."""
+    """Remove weak inferred edges, orphan entities, chunks without a document and stale conversations."""
     from rayweave.graph.maintenance import prune_graph
 
     settings = _run(lambda: _settings(config, collection))
-    result = _run(lambda: prune_graph(settings, min_confidence=min_confidence))
-    out.print(result)
+    result = _run(
+        lambda: prune_graph(
+            settings, min_confidence=min_confidence, retention_days=retention_days, dry_run=dry_run
+        )
+    )
+    out.print(result.render(), markup=False, highlight=False)
 
 
 def main() -> None:

@@ -162,6 +162,20 @@ class GraphSettings(_Group):
     )
     write_batch: int = Field(default=500, ge=1, description="Rows per UNWIND write.")
     timeout_s: float = Field(default=30.0, gt=0, description="Per-query timeout.")
+    # Maintenance (`rayweave graph prune`, rayweave.graph.maintenance).
+    prune_min_confidence: float = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        description="`graph prune` drops inferred edges (extractor, gazetteer, co-occurrence, "
+        "...) below this confidence; structural and user-made edges are never pruned.",
+    )
+    conversation_retention_days: float = Field(
+        default=90.0,
+        ge=0,
+        description="`graph prune` deletes conversations (with their messages) not updated for "
+        "this many days; 0 keeps them forever.",
+    )
     # Graph building (rayweave.graph.builders).
     gazetteer_max_ngram: int = Field(
         default=6,

@@ -18,7 +18,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, LiteralString, TypeVar
+from typing import Any, Literal, LiteralString, TypeVar, cast
 
 import neo4j
 from neo4j.exceptions import (
@@ -94,6 +94,11 @@ class PruneReport:
     entities: int
     aliases: int
     topics: int
+    chunks: int = 0
+    """Section/Proposition nodes whose Document was gone."""
+    conversations: int = 0
+    messages: int = 0
+    users: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -634,10 +639,21 @@ class GraphStore:
                     break
         return total
 
-    def prune(self, min_confidence: float) -> PruneReport:
+    def prune(
+        self,
+        min_confidence: float,
+        *,
+        conversations_before: float | None = None,
+        dry_run: bool = False,
+    ) -> PruneReport:
         """Drop inferred edges below `min_confidence`, then entities, aliases and topics left orphaned.
 
         Structural, title/heading, code, link, conversation and user edges are never pruned.
+        Section and Proposition nodes whose Document is gone (left by an interrupted write) go
+        first. With `conversations_before` (epoch seconds), conversations last updated before it
+        go too, with their messages and the users left without any edge, so entities only those
+        messages mentioned are orphaned in the same pass. All of it is one transaction: with
+        `dry_run` it is rolled back, so the counts are exact and nothing changes.
         """
         if not 0.0 <= min_confidence <= 1.0:
             raise InputError(f"min_confidence must lie in [0, 1], got {min_confidence}")
@@ -645,6 +661,8 @@ class GraphStore:
 
         def work(tx: neo4j.ManagedTransaction) -> PruneReport:
             params = {"ns": self.ns, "inferred": inferred, "min": float(min_confidence)}
+            conversations = _expire_conversations(tx, self.ns, conversations_before)
+            detached = _delete_detached_chunks(tx, self.ns)
             edges = 0
             for label in (*CHUNK_LABELS, NodeLabel.ENTITY, NodeLabel.MESSAGE):
                 record = tx.run(
@@ -680,12 +698,33 @@ class GraphStore:
                 orphans_only=True,
             )
             return PruneReport(
-                edges=edges, entities=report.entities, aliases=report.aliases, topics=report.topics
+                edges=edges,
+                entities=report.entities,
+                aliases=report.aliases,
+                topics=report.topics,
+                chunks=detached,
+                conversations=conversations.conversations,
+                messages=conversations.messages,
+                users=conversations.users,
             )
 
+        if dry_run:
+            return self._rehearse("prune", work)
         report = self._write("prune", work)
         self.refresh_entity_stats()
         return report
+
+    def _rehearse(self, op: str, work: Callable[[neo4j.ManagedTransaction], T]) -> T:
+        """Run a write transaction function and roll it back (what it would do, changing nothing)."""
+        with (
+            self._errors(op),
+            self._shared.driver.session(database=self.database) as session,
+        ):
+            tx = session.begin_transaction(timeout=self.settings.timeout_s)
+            try:
+                return work(cast(neo4j.ManagedTransaction, tx))
+            finally:
+                tx.rollback()
 
     # -- inspection ----------------------------------------------------------------------------
 
@@ -1139,6 +1178,92 @@ def _delete_orphans(
         ).single()
         topics = int(gone["n"]) if gone else 0
     return _OrphanReport(entities=len(dead), aliases=aliases, topics=topics)
+
+
+@dataclass(frozen=True, slots=True)
+class _ConversationReport:
+    conversations: int
+    messages: int
+    users: int
+
+
+def _expire_conversations(
+    tx: neo4j.ManagedTransaction, ns: str, before: float | None
+) -> _ConversationReport:
+    """Delete conversations last updated before `before` (None: none) with their messages, any
+    message no conversation holds, and users left without an edge."""
+    params: dict[str, Any] = {"ns": ns, "before": before}
+    conversations = messages = 0
+    if before is not None:
+        record = tx.run(
+            _q(
+                """
+                MATCH (c:Conversation {ns: $ns})
+                WHERE c.updated_at IS NULL OR c.updated_at < $before
+                OPTIONAL MATCH (m:Message)-[:PART_OF]->(c)
+                RETURN collect(DISTINCT c.key) AS convs, collect(DISTINCT m.key) AS msgs
+                """
+            ),
+            params,
+        ).single()
+        convs = list(record["convs"]) if record else []
+        msgs = [k for k in (record["msgs"] if record else []) if k]
+        if msgs:
+            tx.run(
+                _q("UNWIND $keys AS k MATCH (m:Message {key: k}) DETACH DELETE m"), {"keys": msgs}
+            ).consume()
+        if convs:
+            tx.run(
+                _q("UNWIND $keys AS k MATCH (c:Conversation {key: k}) DETACH DELETE c"),
+                {"keys": convs},
+            ).consume()
+        conversations, messages = len(convs), len(msgs)
+    loose = tx.run(
+        _q(
+            """
+            MATCH (m:Message {ns: $ns})
+            WHERE NOT EXISTS { MATCH (m)-[:PART_OF]->() }
+            DETACH DELETE m
+            RETURN count(*) AS n
+            """
+        ),
+        params,
+    ).single()
+    messages += int(loose["n"]) if loose else 0
+    users = tx.run(
+        _q(
+            """
+            MATCH (u:User {ns: $ns})
+            WHERE NOT EXISTS { MATCH (u)-[]-() }
+            DELETE u
+            RETURN count(*) AS n
+            """
+        ),
+        params,
+    ).single()
+    return _ConversationReport(
+        conversations=conversations, messages=messages, users=int(users["n"]) if users else 0
+    )
+
+
+def _delete_detached_chunks(tx: neo4j.ManagedTransaction, ns: str) -> int:
+    """Delete Section/Proposition nodes whose Document no longer exists; returns how many."""
+    removed = 0
+    for label in (NodeLabel.SECTION, NodeLabel.PROPOSITION):
+        record = tx.run(
+            _q(
+                f"""
+                MATCH (c:{label.value} {{ns: $ns}})
+                OPTIONAL MATCH (d:Document {{key: c.dkey}})
+                WITH c, d WHERE d IS NULL
+                DETACH DELETE c
+                RETURN count(*) AS n
+                """
+            ),
+            {"ns": ns},
+        ).single()
+        removed += int(record["n"]) if record else 0
+    return removed
 
 
 def _q(text: str) -> LiteralString:
