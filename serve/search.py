@@ -197,6 +197,9 @@ class SearchPipeline:
             for h in candidates
             if h.metadata.get("external") or h.id in current
         ]
+        if query.filters:
+            # Graph and web hits were found without the vector store's payload filter.
+            hits = [h for h in hits if matches_filters(h, query.filters)]
         timings["hydrate"] = _ms(t)
 
         if plan.refine != "off" and self.refiner is not None:
@@ -276,6 +279,23 @@ def _seeds(lists: RankedLists, plan: RetrievalPlan, n: int = 8) -> tuple[Hit, ..
             if len(seeds) >= n:
                 return tuple(seeds)
     return tuple(seeds)
+
+
+def matches_filters(hit: Hit, filters: Mapping[str, object]) -> bool:
+    """The request's filters (field -> allowed values) over a hydrated hit."""
+    fields = {
+        "source": hit.source,
+        "doc_id": hit.doc_id,
+        "content_type": hit.metadata.get("content_type"),
+        "language": hit.metadata.get("language"),
+    }
+    for name, allowed in filters.items():
+        if not allowed or name not in fields:
+            continue
+        values = allowed if isinstance(allowed, list | tuple | set) else [allowed]
+        if fields[name] not in values:
+            return False
+    return True
 
 
 def _merge(fused: Hit, current: Hit) -> Hit:

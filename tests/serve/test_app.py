@@ -119,3 +119,17 @@ def test_graph_neighbourhood_of_a_result(app_url: str) -> None:
     assert bad.status_code == 400
     assert "depth" in bad.json()["detail"]
     assert httpx.get(f"{app_url}/v1/graph/neighbourhood", timeout=60).status_code == 422
+
+
+def test_filters_hold_for_graph_hits_too(app_url: str) -> None:
+    body = search(
+        app_url,
+        query="What is a lease in Ferry?",
+        profile="hybrid+graph",
+        top_k=10,
+        filters={"content_type": ["code"]},
+    ).json()
+    assert body["results"]
+    assert all(r["source"].endswith(".py") for r in body["results"]), [
+        r["source"] for r in body["results"]
+    ]
