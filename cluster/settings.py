@@ -332,6 +332,12 @@ class IngestSettings(_Group):
         "a words rendering (kind and name header, docstring, identifiers split: writeBoolean -> "
         "write Boolean). On CoSQA with MiniLM 'raw' measured MRR@10 0.534 vs 0.507.",
     )
+    max_chunks_per_document: int = Field(
+        default=3000,
+        ge=1,
+        description="Documents that chunk into more are reported and skipped: one generated "
+        "file must not hold the embedding actors for an hour (about 15 chunks/s per CPU core).",
+    )
     max_file_mb: float = Field(
         default=20.0, gt=0, description="Files above this are reported and skipped."
     )

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rayweave.cluster.errors import RayweaveError
+from rayweave.cluster.errors import RayweaveError, SourceError
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Chunk, ContentType, Document, Entity, Level, SparseVector
 from rayweave.ingest.report import DocStatus
@@ -118,6 +118,13 @@ class ChunkDocuments:
             work.status = "updated" if previous is not None else "inserted"
             try:
                 chunked = chunk_document(doc, tokens=self.tokens, settings=self.settings.ingest)
+                limit = self.settings.ingest.max_chunks_per_document
+                if len(chunked.chunks) > limit:
+                    raise SourceError(
+                        f"{doc.source}: {len(chunked.chunks)} chunks; the limit is {limit} "
+                        "(ingest.max_chunks_per_document): split the file or raise the limit",
+                        path=doc.source,
+                    )
                 work.chunks = list(chunked.chunks)
                 work.texts = list(chunked.embed_texts)
             except Exception as exc:
