@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 from tests_support import SAMPLE_CORPUS
 
 from rayweave.cluster.settings import Settings
+from rayweave.graph.schema import NodeLabel
 
 from .hostile_corpus import record
 
@@ -60,7 +61,7 @@ def messages_stored(settings: Settings) -> int:
 
     graph = open_graph_store(settings, namespace="access")
     try:
-        return graph.counts().node("Message")
+        return graph.counts().node(NodeLabel.MESSAGE)
     finally:
         graph.close()
 

@@ -11,6 +11,7 @@ import pytest
 from tests_support import SAMPLE_CORPUS
 
 from rayweave.cluster.settings import Settings
+from rayweave.graph.schema import NodeLabel
 
 from .hostile_corpus import INJECTIONS, record, write_hostile_corpus
 
@@ -71,7 +72,7 @@ def test_hostile_corpus_is_ingested_reported_and_harmless(
     finally:
         graph.close()
     assert texts[0]["n"] >= 1
-    assert counts.node("Document") == len(stored)
+    assert counts.node(NodeLabel.DOCUMENT) == len(stored)
     silent = [p.name for p in corpus.hostile if p.name not in reported and p.name not in stored]
     assert silent == [], f"neither stored nor reported: {silent}"
     assert before.name in stored, "a document stored before the hostile run was lost"
