@@ -63,7 +63,7 @@ def write_hostile_corpus(root: Path) -> HostileCorpus:
     put("invalid-utf8.md", b"# Title\n\nvalid then \xff\xfe\xfa invalid \xc3\x28 bytes\n")
     put("utf16.txt", "Hello in UTF-16 with a BOM".encode("utf-16"))
     put("one-line-50mb.txt", b"a" * (50 * 1024 * 1024))
-    put("hashes.md", b"#" * (1024 * 1024))
+    put("hashes.md", b"#" * (64 * 1024))  # one 64 KB token run
     put(
         "ten-thousand-headings.md", "".join(f"# Heading {i}\n\ntext {i}\n\n" for i in range(10_000))
     )

@@ -15,7 +15,8 @@ from rayweave.graph.schema import NodeLabel
 
 from .hostile_corpus import INJECTIONS, record, write_hostile_corpus
 
-pytestmark = [pytest.mark.reliability, pytest.mark.integration]
+# Two ingests of a few hundred chunks through every model on two cores.
+pytestmark = [pytest.mark.reliability, pytest.mark.integration, pytest.mark.timeout(1800)]
 
 MUST_FAIL = (
     "binary.md",
