@@ -173,6 +173,16 @@ class RuleEntityExtractor:
         return out.result()
 
 
+_LONG_TOKEN = re.compile(r"\S{64,}")
+
+
+def ner_text(text: str) -> str:
+    """What the NER pipeline sees: at most `_MAX_CHARS`, and no whitespace-free run of 64+
+    characters. Such runs hold no entities, and spaCy's tokenizer peels affixes off them one
+    character at a time: a 64 KB run of '#' took minutes."""
+    return _LONG_TOKEN.sub(" ", text[:_MAX_CHARS])
+
+
 class SpacyEntityExtractor:
     """spaCy NER (minus numeric labels) plus cleaned noun chunks, plus code-like symbols."""
 
@@ -197,7 +207,7 @@ class SpacyEntityExtractor:
             raise TypeError("expected a sequence of texts, got one string; wrap it in a list")
         if language is not None and not language.lower().startswith("en"):
             return self.fallback.extract(texts, language=language)
-        docs = self.nlp.pipe((t[:_MAX_CHARS] for t in texts), batch_size=self.batch_size)
+        docs = self.nlp.pipe((ner_text(t) for t in texts), batch_size=self.batch_size)
         return [self._from_doc(doc) for doc in docs]
 
     def _from_doc(self, doc: Any) -> list[Entity]:

@@ -95,3 +95,13 @@ class TestRules:
         assert "qdrant" in ents
         assert "indexes" not in ents  # sentence-initial capital
         assert "search" not in ents
+
+
+def test_ner_text_drops_long_runs_that_hold_no_entities() -> None:
+    from rayweave.models.entities import ner_text
+
+    text = "#" * 65_536 + " Ray Serve runs on Anyscale " + "[" * 5000 + "]" * 5000
+    assert ner_text(text).split() == ["Ray", "Serve", "runs", "on", "Anyscale"]
+    assert ner_text("ray.serve.handle.DeploymentHandle is fine") == (
+        "ray.serve.handle.DeploymentHandle is fine"
+    )
