@@ -95,8 +95,8 @@ def write_hostile_corpus(root: Path) -> HostileCorpus:
     fifo = root / "pipe.md"
     os.mkfifo(fifo)
     corpus.hostile.append(fifo)
-    (root / "dir.md").mkdir()
-    corpus.hostile.append(root / "dir.md")
+    (root / "dir.md").mkdir()  # a folder with a file's name is walked like any folder
+    put("dir.md/inner.md", b"\x00\x01binary inside a folder named like a file")
     loop_a, loop_b = root / "loop-a.md", root / "loop-b.md"
     loop_a.symlink_to(loop_b)
     loop_b.symlink_to(loop_a)

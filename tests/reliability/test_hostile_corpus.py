@@ -24,7 +24,7 @@ MUST_FAIL = (
     "one-line-50mb.txt",
     "broken.ipynb",
     "pipe.md",
-    "dir.md",
+    "inner.md",
     "loop-a.md",
     "dangling.md",
 )
