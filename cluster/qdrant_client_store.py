@@ -19,7 +19,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from qdrant_client import QdrantClient, models
 
 from rayweave.cluster.errors import InputError, NotFoundError, RayweaveError, VectorStoreError
@@ -34,9 +33,11 @@ from rayweave.cluster.vector_points import (
     chunk_id_of,
     json_payload,
     parse_filter,
+    point_vectors,
     prepare_points,
     prepare_query,
     require_filter,
+    scored_point,
 )
 from rayweave.cluster.vector_store import (
     DENSE,
@@ -196,7 +197,7 @@ class QdrantClientStore:
                 limit=pq.limit,
                 with_payload=True if pq.with_payload else [CHUNK_ID],
             )
-        return [_scored(p.id, p.score, p.payload, pq.with_payload) for p in resp.points]
+        return [scored_point(p.id, p.score, p.payload, pq.with_payload) for p in resp.points]
 
     def query_batch(self, queries: Sequence[VectorQuery]) -> list[list[ScoredPoint]]:
         if not queries:
@@ -207,7 +208,7 @@ class QdrantClientStore:
         with self._reading(), self._call("query"):
             responses = self._client.query_batch_points(self._name, requests=requests)
         return [
-            [_scored(p.id, p.score, p.payload, pq.with_payload) for p in resp.points]
+            [scored_point(p.id, p.score, p.payload, pq.with_payload) for p in resp.points]
             for pq, resp in zip(prepared, responses, strict=True)
         ]
 
@@ -230,7 +231,9 @@ class QdrantClientStore:
                         id=chunk_id_of(rec.payload, rec.id),
                         score=0.0,
                         payload=rec.payload or {},
-                        vectors=_vectors(rec.vector) if with_vectors else {},
+                        vectors=point_vectors(rec.vector, models.SparseVector)
+                        if with_vectors
+                        else {},
                     )
                 )
         return out
@@ -252,7 +255,7 @@ class QdrantClientStore:
             records, next_offset = self._client.scroll(
                 self._name, scroll_filter=flt, limit=limit, offset=offset, with_payload=True
             )
-        points = [_scored(r.id, 0.0, r.payload, True) for r in records]
+        points = [scored_point(r.id, 0.0, r.payload, True) for r in records]
         return points, None if next_offset is None else str(next_offset)
 
     # -- internals ------------------------------------------------------------------------------
@@ -435,25 +438,3 @@ def _client_must(matches: list[FieldMatch]) -> models.Filter:
 
 def _client_filter(matches: list[FieldMatch]) -> models.Filter | None:
     return _client_must(matches) if matches else None
-
-
-def _scored(
-    uuid: object, score: float, payload: dict[str, Any] | None, with_payload: bool
-) -> ScoredPoint:
-    return ScoredPoint(
-        id=chunk_id_of(payload, uuid),
-        score=float(score),
-        payload=(payload or {}) if with_payload else {},
-    )
-
-
-def _vectors(raw: object) -> dict[str, np.ndarray | SparseVector]:
-    out: dict[str, np.ndarray | SparseVector] = {}
-    if not isinstance(raw, dict):
-        return out
-    for name, value in raw.items():
-        if isinstance(value, models.SparseVector):
-            out[name] = SparseVector(indices=tuple(value.indices), values=tuple(value.values))
-        else:
-            out[name] = np.asarray(value, dtype=np.float32)
-    return out

@@ -38,9 +38,11 @@ from rayweave.cluster.vector_points import (
     chunk_id_of,
     json_payload,
     parse_filter,
+    point_vectors,
     prepare_points,
     prepare_query,
     require_filter,
+    scored_point,
 )
 from rayweave.cluster.vector_store import (
     DENSE,
@@ -197,7 +199,7 @@ class QdrantEdgeStore:
         prepared = prepare_query(query, spec)
         with self._engine("query"):
             found = shard.query(self._request(prepared))
-        return [_scored(p.id, p.score, p.payload, prepared.with_payload) for p in found]
+        return [scored_point(p.id, p.score, p.payload, prepared.with_payload) for p in found]
 
     def query_batch(self, queries: Sequence[VectorQuery]) -> list[list[ScoredPoint]]:
         if not queries:
@@ -207,7 +209,7 @@ class QdrantEdgeStore:
         with self._engine("query_batch"):
             found = shard.query_batch(qe.QueryBatchRequest([self._request(p) for p in prepared]))
         return [
-            [_scored(p.id, p.score, p.payload, pq.with_payload) for p in hits]
+            [scored_point(p.id, p.score, p.payload, pq.with_payload) for p in hits]
             for pq, hits in zip(prepared, found, strict=True)
         ]
 
@@ -223,7 +225,7 @@ class QdrantEdgeStore:
         for uuid in uuids:
             rec = by_uuid.get(uuid)
             if rec is not None:
-                vectors = _vectors(rec.vector) if with_vectors else {}
+                vectors = point_vectors(rec.vector, qe.SparseVector) if with_vectors else {}
                 out.append(
                     ScoredPoint(
                         id=chunk_id_of(rec.payload, rec.id),
@@ -251,7 +253,7 @@ class QdrantEdgeStore:
             records, next_offset = shard.scroll(
                 qe.ScrollRequest(offset=offset, limit=limit, filter=flt, with_payload=True)
             )
-        points = [_scored(r.id, 0.0, r.payload, True) for r in records]
+        points = [scored_point(r.id, 0.0, r.payload, True) for r in records]
         return points, None if next_offset is None else str(next_offset)
 
     # -- internals ------------------------------------------------------------------------------
@@ -457,25 +459,3 @@ def _edge_must(matches: list[FieldMatch]) -> qe.Filter:
 
 def _edge_filter(matches: list[FieldMatch]) -> qe.Filter | None:
     return _edge_must(matches) if matches else None
-
-
-def _scored(
-    uuid: object, score: float, payload: dict[str, Any] | None, with_payload: bool
-) -> ScoredPoint:
-    return ScoredPoint(
-        id=chunk_id_of(payload, uuid),
-        score=float(score),
-        payload=(payload or {}) if with_payload else {},
-    )
-
-
-def _vectors(raw: object) -> dict[str, np.ndarray | SparseVector]:
-    out: dict[str, np.ndarray | SparseVector] = {}
-    if not isinstance(raw, dict):
-        return out
-    for name, value in raw.items():
-        if isinstance(value, qe.SparseVector):
-            out[name] = SparseVector(indices=tuple(value.indices), values=tuple(value.values))
-        else:
-            out[name] = np.asarray(value, dtype=np.float32)
-    return out

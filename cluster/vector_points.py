@@ -23,6 +23,7 @@ from rayweave.cluster.vector_store import (
     IMAGE,
     CollectionSpec,
     Filter,
+    ScoredPoint,
     SearchMode,
     VectorPoint,
     VectorQuery,
@@ -172,6 +173,33 @@ def chunk_id_of(payload: Mapping[str, Any] | None, uuid: object) -> str:
         if isinstance(cid, str):
             return cid
     return str(uuid)
+
+
+def scored_point(
+    uuid: object, score: float, payload: Mapping[str, Any] | None, with_payload: bool
+) -> ScoredPoint:
+    """A hit from either engine, under the caller's chunk id."""
+    return ScoredPoint(
+        id=chunk_id_of(payload, uuid),
+        score=float(score),
+        payload=dict(payload or {}) if with_payload else {},
+    )
+
+
+def point_vectors(raw: object, sparse_type: type) -> dict[str, np.ndarray | SparseVector]:
+    """Named vectors of a retrieved record; `sparse_type` is the engine's sparse vector class."""
+    out: dict[str, np.ndarray | SparseVector] = {}
+    if not isinstance(raw, dict):
+        return out
+    for name, value in raw.items():
+        if isinstance(value, sparse_type):
+            out[name] = SparseVector(
+                indices=tuple(value.indices),  # type: ignore[attr-defined]
+                values=tuple(value.values),  # type: ignore[attr-defined]
+            )
+        else:
+            out[name] = np.asarray(value, dtype=np.float32)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
