@@ -211,18 +211,14 @@ EVAL_DEADLINE_MS = 120_000
 def _without_deadline(settings: Settings) -> Settings:
     """Quality is measured with every retriever answering: a loaded machine would otherwise
     score the deadline, not the ranking (`rayweave bench serve` measures latency)."""
-    serve = settings.serve.model_dump()
-    serve["deadline_ms"] = max(settings.serve.deadline_ms, EVAL_DEADLINE_MS)
-    return Settings(**{**settings.model_dump(), "serve": serve})
+    deadline = max(settings.serve.deadline_ms, EVAL_DEADLINE_MS)
+    serve = settings.serve.model_copy(update={"deadline_ms": deadline})
+    return settings.model_copy(update={"serve": serve})
 
 
 def _with_sparse_bm25(settings: Settings) -> Settings:
-    return Settings(
-        **{
-            **settings.model_dump(),
-            "models": {**settings.models.model_dump(), "sparse_kind": "bm25"},
-        }
-    )
+    models = settings.models.model_copy(update={"sparse_kind": "bm25"})
+    return settings.model_copy(update={"models": models})
 
 
 def run_eval(

@@ -1,0 +1,62 @@
+"""Pure parts of the evaluation harness (the full run is exercised by `rayweave eval`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rayweave.cluster.settings import Settings
+from rayweave.serve.evaluate import (
+    EVAL_DEADLINE_MS,
+    _with_sparse_bm25,
+    _without_deadline,
+    document_ranking,
+    paired_difference,
+    per_query_scores,
+    slug,
+    variants,
+)
+from rayweave.serve.schemas import Profile
+
+
+def test_chunk_hits_map_to_documents_at_their_best_rank() -> None:
+    assert document_ranking(["d2", "d1", "d2", "d3", "d1"]) == ["d2", "d1", "d3"]
+
+
+def test_per_query_scores_cover_every_reported_metric() -> None:
+    scores = per_query_scores(["a", "x", "b"], {"a": 1, "b": 1})
+    assert scores["mrr@10"] == 1.0
+    assert scores["recall@2"] == 0.5
+    assert scores["all_relevant@5"] == 1.0
+    assert scores["precision@10"] == pytest.approx(0.2)
+
+
+def test_paired_difference_is_deterministic_and_brackets_the_mean() -> None:
+    a, b = [1.0, 0.5, 1.0, 0.0] * 10, [0.5, 0.5, 0.0, 0.0] * 10
+    mean, lo, hi = paired_difference(a, b)
+    assert mean == pytest.approx(0.375)
+    assert lo <= mean <= hi
+    assert paired_difference(a, b) == (mean, lo, hi)
+    assert paired_difference([], []) == (0.0, 0.0, 0.0)
+
+
+def test_variants_ablation_ladder_and_explicit_profiles() -> None:
+    ladder = variants([], ablation=True, default_profile="hybrid+graph")
+    assert [v.name for v in ladder][:5] == ["bm25", "sparse", "dense", "hybrid", "hybrid+graph"]
+    assert ladder[0].bm25
+    assert ladder[-1].hierarchical is True
+    assert [v.profile for v in variants(["dense"], ablation=False, default_profile="hybrid")] == [
+        Profile.DENSE
+    ]
+    assert variants([], ablation=False, default_profile="hybrid")[0].profile is Profile.HYBRID
+    with pytest.raises(ValueError, match="nope"):
+        variants(["nope"], ablation=False, default_profile="hybrid")
+
+
+def test_slug_and_settings_overrides_leave_the_original_alone() -> None:
+    assert slug("hotpotqa dev/../x") == "hotpotqa-dev-x"
+    base = Settings()
+    quality = _without_deadline(base)
+    assert quality.serve.deadline_ms == max(base.serve.deadline_ms, EVAL_DEADLINE_MS)
+    assert _with_sparse_bm25(quality).models.sparse_kind == "bm25"
+    assert base.models.sparse_kind != "bm25"
+    assert base.serve.deadline_ms != quality.serve.deadline_ms
