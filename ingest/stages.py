@@ -132,11 +132,12 @@ class ChunkDocuments:
         return _batch(works)
 
 
-def _unique(texts: list[str]) -> tuple[list[str], list[int]]:
-    """Deduplicate texts (short documents repeat one text on every level); return the inverse map."""
+def _unique_texts(active: list[DocWork]) -> tuple[list[str], list[list[int]]]:
+    """The distinct texts of `active` (short documents repeat one text on every level) and, per
+    work, the index of each of its texts in that list."""
     index: dict[str, int] = {}
-    inverse = [index.setdefault(t, len(index)) for t in texts]
-    return list(index), inverse
+    rows = [[index.setdefault(t, len(index)) for t in w.texts] for w in active]
+    return list(index), rows
 
 
 class EmbedDense:
@@ -148,14 +149,11 @@ class EmbedDense:
     def __call__(self, batch: Batch) -> Batch:
         works = _works(batch)
         active = [w for w in works if w.active]
-        texts = [t for w in active for t in w.texts]
-        if texts:
-            unique, inverse = _unique(texts)
-            vectors = self.encoder.encode(unique, kind="document")[inverse]
-            offset = 0
-            for w in active:
-                w.dense = vectors[offset : offset + len(w.texts)]
-                offset += len(w.texts)
+        unique, rows = _unique_texts(active)
+        if unique:
+            vectors = self.encoder.encode(unique, kind="document")
+            for w, idx in zip(active, rows, strict=True):
+                w.dense = vectors[idx]
         return _batch(works)
 
 
@@ -168,14 +166,11 @@ class EmbedSparse:
     def __call__(self, batch: Batch) -> Batch:
         works = _works(batch)
         active = [w for w in works if w.active]
-        texts = [t for w in active for t in w.texts]
-        if texts:
-            unique, inverse = _unique(texts)
+        unique, rows = _unique_texts(active)
+        if unique:
             encoded = self.encoder.encode(unique, kind="document")
-            offset = 0
-            for w in active:
-                w.sparse = [encoded[inverse[offset + i]] for i in range(len(w.texts))]
-                offset += len(w.texts)
+            for w, idx in zip(active, rows, strict=True):
+                w.sparse = [encoded[i] for i in idx]
         return _batch(works)
 
 

@@ -13,25 +13,13 @@ from pathlib import Path
 
 import neo4j
 import pytest
+from tests_support import free_ports
 
 from rayweave.cluster.errors import ConfigError, ServiceError
 from rayweave.cluster.services import GraphServer, port_is_free, resolve_graph_connection
 from rayweave.cluster.settings import Settings
 
 pytestmark = pytest.mark.integration
-
-
-def free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def make_server(home: Path, **kwargs: object) -> GraphServer:

@@ -22,11 +22,19 @@ def sample_settings(ray_stack: Settings, graph_connection: object) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def app_url(sample_settings: Settings) -> Iterator[str]:
+def _sample_ingested(sample_settings: Settings) -> Iterator[Settings]:
     from rayweave.ingest.pipeline import run_ingest
-    from rayweave.serve.app import deploy, shutdown
+    from rayweave.serve.app import shutdown
 
     run_ingest(sample_settings, [SAMPLE_CORPUS], collection="sample")
-    url = deploy(sample_settings)
-    yield url
+    yield sample_settings
     shutdown(sample_settings)
+
+
+@pytest.fixture
+def app_url(_sample_ingested: Settings) -> str:
+    """Deployed for each test that asks: the serve bench test removes the app when it is done,
+    and redeploying a running app with the same config changes nothing."""
+    from rayweave.serve.app import deploy
+
+    return deploy(_sample_ingested)
