@@ -377,11 +377,22 @@ def _pick_kind(kinds: Counter[str]) -> str:
 # -- the builder -----------------------------------------------------------------------------
 
 
+def stronger_source(
+    new: EdgeSource, new_conf: float, old: EdgeSource, old_conf: float
+) -> EdgeSource:
+    """The rule an edge is labelled with when two agree: the more confident one, except that a
+    gazetteer match never takes the label from a rule that introduces the entity, and always
+    yields it (orphan deletion keeps entities that something other than the gazetteer names)."""
+    if (new is EdgeSource.GAZETTEER) != (old is EdgeSource.GAZETTEER):
+        return old if new is EdgeSource.GAZETTEER else new
+    return new if new_conf > old_conf else old
+
+
 @dataclass(slots=True)
 class _EdgeAcc:
     """Merges candidate edges per (rel, src, dst): one rule repeated keeps its highest confidence,
-    different rules combine by noisy-OR; the edge is credited to its most confident rule and keeps
-    the largest count any rule saw."""
+    different rules combine by noisy-OR; the edge is credited to its most confident rule (see
+    `stronger_source`) and keeps the largest count any rule saw."""
 
     rows: dict[tuple[RelType, NodeRef, NodeRef], EdgeRow] = field(default_factory=dict)
 
@@ -407,7 +418,9 @@ class _EdgeAcc:
         else:
             # Two independent rules agreeing are stronger than either (noisy-OR).
             conf = 1.0 - (1.0 - confidence) * (1.0 - old.confidence)
-        src_rule = source if old is None or confidence > old.confidence else old.source
+        src_rule = (
+            stronger_source(source, confidence, old.source, old.confidence) if old else source
+        )
         w = weight if weight is not None else conf
         if old is not None:
             w = max(w, old.weight)

@@ -5,8 +5,8 @@ and structure, then the builders' entities and edges, linking to entities earlie
 stored (their aliases are the gazetteer). Corpus-level evidence cannot be complete batch by
 batch: a title ingested later is not in an earlier batch's gazetteer, and co-occurrence
 statistics need every unit. `rebuild_corpus_edges` closes that gap after ingest: it rebuilds
-from every stored chunk and merges the result (edges only ever strengthen; RELATED_TO, being
-corpus statistics, is replaced).
+from every stored chunk and merges the result (edges only ever strengthen; RELATED_TO and
+topics, being corpus statistics, are replaced).
 """
 
 from __future__ import annotations
@@ -64,18 +64,24 @@ def rebuild_corpus_edges(store: GraphStore) -> WriteReport:
         (related if is_cooc else others).append(e)
     rest = GraphBatch(entities=batch.entities, topics=batch.topics, edges=tuple(others))
     report = store.write_batch(rest)
-    linked = 0
-    if related:
-        store.write(
-            """
-            MATCH (a:Entity {ns: $ns})-[r:RELATED_TO]->(:Entity)
-            WHERE r.source = $source
-            DELETE r
-            """,
-            {"source": EdgeSource.COOCCURRENCE.value},
-            op="rebuild_corpus_edges",
-        )
-        linked = store.write_edges(tuple(related), mode="replace")
+    # Topics are corpus statistics too: clusters this pass did not find again (their members
+    # changed with the documents) go, with their edges.
+    store.write(
+        "MATCH (t:Topic {ns: $ns}) WHERE NOT t.key IN $keep DETACH DELETE t",
+        {"keep": [store.key(t.id) for t in batch.topics]},
+        op="rebuild_corpus_edges",
+    )
+    # Replaced even when nothing co-occurs any more: deleted documents take their statistics along.
+    store.write(
+        """
+        MATCH (a:Entity {ns: $ns})-[r:RELATED_TO]->(:Entity)
+        WHERE r.source = $source
+        DELETE r
+        """,
+        {"source": EdgeSource.COOCCURRENCE.value},
+        op="rebuild_corpus_edges",
+    )
+    linked = store.write_edges(tuple(related), mode="replace") if related else 0
     return WriteReport(
         entities=report.entities,
         topics=report.topics,

@@ -55,6 +55,10 @@ from rayweave.graph.schema import (
 T = TypeVar("T")
 WriteMode = Literal["max", "replace"]
 _ANCHOR_PATTERN = "|".join(r.value for r in ENTITY_ANCHORS)
+# An entity lives while something introduces it. A gazetteer mention only links text to an
+# entity that exists already, so it must not keep one alive: otherwise what a clean ingest of
+# the same corpus would hold depends on which documents came and went before.
+_INTRODUCED = f"EXISTS {{ MATCH (e)<-[r:{_ANCHOR_PATTERN}]-() WHERE r.source <> '{EdgeSource.GAZETTEER.value}' }}"
 _RETRIES = 4
 _MAX_NGRAM = 6
 
@@ -681,7 +685,7 @@ class GraphStore:
                 _q(
                     f"""
                     MATCH (e:Entity {{ns: $ns}})
-                    WHERE NOT EXISTS {{ MATCH (e)<-[:{_ANCHOR_PATTERN}]-() }}
+                    WHERE NOT {_INTRODUCED}
                     RETURN collect(e.key) AS keys
                     """
                 ),
@@ -1111,7 +1115,7 @@ def _delete_orphans(
     *,
     orphans_only: bool = False,
 ) -> _OrphanReport:
-    """Delete the listed entities nothing anchors any more (and their unshared aliases), refresh the
+    """Delete the listed entities nothing introduces any more (and their unshared aliases), refresh the
     `df` of the survivors, and delete the listed topics that have no members left."""
     params: dict[str, Any] = {"ns": ns, "entities": entity_keys, "topics": topic_keys}
     record = tx.run(
@@ -1119,7 +1123,7 @@ def _delete_orphans(
             f"""
             UNWIND $entities AS k
             MATCH (e:Entity {{key: k}})
-            WHERE NOT EXISTS {{ MATCH (e)<-[:{_ANCHOR_PATTERN}]-() }}
+            WHERE NOT {_INTRODUCED}
             OPTIONAL MATCH (a:Alias)-[:ALIAS_OF]->(e)
             RETURN collect(DISTINCT e.key) AS dead, collect(DISTINCT a.key) AS aliases
             """
@@ -1303,10 +1307,16 @@ def _link_chunks_query(rel: RelType) -> str:
 
 
 def _merge_edges_query(rel: RelType, src: NodeLabel, dst: NodeLabel, mode: WriteMode) -> str:
+    gaz = EdgeSource.GAZETTEER.value
     if mode == "replace":
         update = "SET e.weight = r.w, e.confidence = r.c, e.source = r.src, e.count = r.n"
     else:
-        update = """SET e.source = CASE WHEN r.c > e.confidence THEN r.src ELSE e.source END,
+        # The label rule of builders.stronger_source: the gazetteer never takes over another
+        # rule's edge, and always gives way to one.
+        update = f"""SET e.source = CASE
+                WHEN (r.src = '{gaz}') <> (e.source = '{gaz}')
+                    THEN CASE WHEN r.src = '{gaz}' THEN e.source ELSE r.src END
+                WHEN r.c > e.confidence THEN r.src ELSE e.source END,
             e.weight = CASE WHEN r.w > e.weight THEN r.w ELSE e.weight END,
             e.confidence = CASE WHEN r.c > e.confidence THEN r.c ELSE e.confidence END,
             e.count = CASE WHEN r.n > e.count THEN r.n ELSE e.count END"""

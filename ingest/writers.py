@@ -61,14 +61,15 @@ def visible_document_hashes(store: VectorStore) -> dict[str, str]:
         return {}
 
 
-def _point_ids_of(store: VectorStore, doc_ids: Sequence[str]) -> set[str]:
-    ids: set[str] = set()
+def _stored_points(store: VectorStore, doc_ids: Sequence[str]) -> dict[str, str]:
+    """point id -> doc_id of every point the documents have, visible or not."""
+    found: dict[str, str] = {}
     offset: str | None = None
     while True:
         points, offset = store.scroll(filter={"doc_id": list(doc_ids)}, limit=1024, offset=offset)
-        ids.update(p.id for p in points)
+        found.update((p.id, str(p.payload["doc_id"])) for p in points)
         if offset is None:
-            return ids
+            return found
 
 
 class DocumentWriter:
@@ -141,8 +142,9 @@ class DocumentWriter:
     def _write_active(self, works: Sequence[DocWork]) -> list[DocumentOutcome]:
         self._ensure(works)
         doc_ids = [w.document.id for w in works if w.document is not None]
-        updated = [w.document.id for w in works if w.status == "updated" and w.document is not None]
-        previous_ids = _point_ids_of(self.vectors, updated) if updated else set()
+        # Not only updated documents have points: a run killed before step 4 leaves invisible
+        # ones (and a graph) behind, which this run replaces as if the document had changed.
+        previous = _stored_points(self.vectors, doc_ids)
 
         points = [self._point(w, i) for w in works for i in range(len(w.chunks))]
         step = self.settings.qdrant.upsert_batch
@@ -150,9 +152,9 @@ class DocumentWriter:
             self.vectors.upsert(points[start : start + step])
 
         if self.graph is not None:
-            self._write_graph(works, updated)
+            self._write_graph(works, sorted(set(previous.values())))
 
-        stale = previous_ids - {p.id for p in points}
+        stale = previous.keys() - {p.id for p in points}
         if stale:
             self.vectors.delete({"chunk_id": sorted(stale)})
         self.vectors.set_payload({"doc_id": doc_ids}, {VISIBLE: True})
@@ -168,13 +170,13 @@ class DocumentWriter:
             for w in works
         ]
 
-    def _write_graph(self, works: Sequence[DocWork], updated: Sequence[str]) -> None:
-        """Replace changed documents' structure, then index this batch (documents, chunks,
+    def _write_graph(self, works: Sequence[DocWork], replaced: Sequence[str]) -> None:
+        """Replace the structure of documents stored before, then index this batch (documents, chunks,
         entities, edges) against the gazetteer of entities stored so far."""
         from rayweave.graph.indexing import index_batch
 
         assert self.graph is not None
-        self._delete_graph(updated)
+        self._delete_graph(replaced)
         now = time.monotonic()
         if self._gazetteer is None or now - self._gazetteer_at > GAZETTEER_TTL_S:
             self._gazetteer, self._gazetteer_at = self.graph.gazetteer(), now

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ray import serve
+from ray.exceptions import RayActorError
 
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Hit
@@ -20,7 +21,12 @@ _SMALL = {"num_cpus": 0.05}
 
 
 class HandleProxy:
-    """Makes a DeploymentHandle look like the in-process component it fronts: `await p.m(x)`."""
+    """Makes a DeploymentHandle look like the in-process component it fronts: `await p.m(x)`.
+
+    A call whose replica dies under it (killed, OOM, node lost) is sent once more: by then the
+    router has usually dropped the dead replica, and every call here is safe to repeat (reads,
+    and message writes keyed by their id). The request deadline still bounds the whole.
+    """
 
     def __init__(self, handle: Any) -> None:
         self._handle = handle
@@ -29,7 +35,10 @@ class HandleProxy:
         method = getattr(self._handle, name)
 
         async def call(*args: Any, **kwargs: Any) -> Any:
-            return await method.remote(*args, **kwargs)
+            try:
+                return await method.remote(*args, **kwargs)
+            except RayActorError:  # ActorDiedError, ActorUnavailableError
+                return await method.remote(*args, **kwargs)
 
         return call
 

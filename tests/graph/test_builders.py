@@ -22,6 +22,7 @@ from rayweave.graph.builders import (
     npmi,
     related_edges,
     run_extractor,
+    stronger_source,
     topic_rows,
 )
 from rayweave.graph.names import entity_id, name_ngrams, normalize_name, singular, variants
@@ -215,6 +216,27 @@ class TestMentions:
         m = {e.dst.id: e for e in edges(b, RelType.MENTIONS)}
         assert m[eid("gpu")].count == 2
         assert m[eid("gpu")].weight > m[eid("cuda")].weight
+
+    def test_an_extracted_name_the_gazetteer_also_matches_stays_the_extractors(self) -> None:
+        """The gazetteer's multi-word match is more confident, but the extractor introduced the
+        entity: the edge keeps its label (orphan deletion reads it) and gains both confidences."""
+        ents = [Entity(id="1", name="New York")]
+        b = build_graph(
+            [sec("s", "d", "New York is large.")],
+            mentions={"s": ents},
+            known={"new york": [eid("New York")]},
+        )
+        (m,) = edges(b, RelType.MENTIONS)
+        assert m.source is EdgeSource.EXTRACTOR
+        assert m.confidence > 0.9  # noisy-OR of both rules
+
+    def test_stronger_source_label_rule(self) -> None:
+        gaz, ext, title = EdgeSource.GAZETTEER, EdgeSource.EXTRACTOR, EdgeSource.TITLE
+        assert stronger_source(gaz, 0.9, ext, 0.1) is ext
+        assert stronger_source(ext, 0.1, gaz, 0.9) is ext
+        assert stronger_source(title, 0.9, ext, 0.5) is title
+        assert stronger_source(title, 0.4, ext, 0.5) is ext
+        assert stronger_source(gaz, 0.9, gaz, 0.5) is gaz
 
     def test_names_in_most_units_are_too_generic_for_the_gazetteer(self) -> None:
         chunks = [sec("film", "F", "A film.", title="Film")]

@@ -262,6 +262,25 @@ class TestWrites:
         with pytest.raises(ValueError, match="mode"):
             graph_store.write_edges([], mode="sum")  # type: ignore[arg-type]
 
+    def test_a_gazetteer_match_never_relabels_an_introducing_edge(
+        self, graph_store: GraphStore
+    ) -> None:
+        graph_store.write_chunks(doc_chunks("a"))
+        graph_store.write_entities([entity("e1", "Thing")])
+        ref = (NodeRef(S, "a-s0"), NodeRef(E, "e1"))
+        graph_store.write_edges(
+            [edge(RelType.MENTIONS, *ref, confidence=0.6, source=EdgeSource.EXTRACTOR)]
+        )
+        graph_store.write_edges(
+            [edge(RelType.MENTIONS, *ref, confidence=0.9, source=EdgeSource.GAZETTEER)]
+        )
+        query = (
+            "MATCH (:Section {key: $k})-[m:MENTIONS]->() RETURN m.confidence AS c, m.source AS s"
+        )
+        assert graph_store.read(query, {"k": graph_store.key("a-s0")}) == [
+            {"c": 0.9, "s": "extractor"}
+        ]
+
     def test_entity_df_counts_mentions(self, graph_store: GraphStore) -> None:
         write_two_docs(graph_store)
         got = {m.id: m.df for m in graph_store.lookup_entities(["Ray Serve", "lonely thing"])}
@@ -298,6 +317,25 @@ class TestDelete:
         (shared,) = graph_store.lookup_entities(["serve"])
         assert (shared.id, shared.df) == ("shared", 1)
         assert graph_store.lookup_entities(["Lonely Thing"]) == []
+
+    def test_gazetteer_mentions_do_not_keep_an_entity_alive(self, graph_store: GraphStore) -> None:
+        """b only links `lonely` through the gazetteer: a clean ingest of b alone would not hold
+        it, so deleting a, which introduced it, removes it."""
+        write_two_docs(graph_store)
+        graph_store.write_edges(
+            [
+                edge(
+                    RelType.MENTIONS,
+                    NodeRef(S, "b-s0"),
+                    NodeRef(E, "lonely"),
+                    confidence=0.9,
+                    source=EdgeSource.GAZETTEER,
+                )
+            ]
+        )
+        assert graph_store.delete_document("a").entities == 1
+        assert graph_store.lookup_entities(["Lonely Thing"]) == []
+        assert graph_store.counts().rel(RelType.MENTIONS) == 1
 
     def test_entity_a_conversation_mentions_survives(self, graph_store: GraphStore) -> None:
         write_two_docs(graph_store)

@@ -110,13 +110,3 @@ def write_hostile_corpus(root: Path) -> HostileCorpus:
         path.write_text(text)
         corpus.good[path] = query
     return corpus
-
-
-FIGURES = Path(__file__).resolve().parents[2] / "artifacts" / "reliability" / "figures.jsonl"
-
-
-def record(**figures: object) -> None:
-    print("reliability:", figures)
-    FIGURES.parent.mkdir(parents=True, exist_ok=True)
-    with FIGURES.open("a") as fh:
-        fh.write(json.dumps(figures) + "\n")

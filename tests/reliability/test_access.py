@@ -18,7 +18,7 @@ from tests_support import SAMPLE_CORPUS
 from rayweave.cluster.settings import Settings
 from rayweave.graph.schema import NodeLabel
 
-from .hostile_corpus import record
+from .figures import record
 
 pytestmark = [pytest.mark.reliability, pytest.mark.integration]
 

@@ -13,7 +13,8 @@ from tests_support import SAMPLE_CORPUS
 from rayweave.cluster.settings import Settings
 from rayweave.graph.schema import NodeLabel
 
-from .hostile_corpus import INJECTIONS, record, write_hostile_corpus
+from .figures import record
+from .hostile_corpus import INJECTIONS, write_hostile_corpus
 
 # Two ingests of a few hundred chunks through every model on two cores.
 pytestmark = [pytest.mark.reliability, pytest.mark.integration, pytest.mark.timeout(1800)]

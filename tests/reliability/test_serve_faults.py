@@ -1,0 +1,292 @@
+"""Serving under faults, over real HTTP on 127.0.0.1 with a bounded load.
+
+- one of two VectorRetriever replicas is killed mid-load: under 1% of requests fail, none after
+  the controller has replaced it;
+- the graph server is stopped: every query is still answered from vectors, `degraded` naming the
+  graph; once it is back, answers are whole again;
+- the web retriever's endpoint hangs (and its own timeout is far longer than the deadline):
+  responses still arrive within the deadline plus a small margin.
+
+A request "fails" when it is not a 200, or when the vector retriever is missing from it (an
+empty answer is a failure to the user even if it is well-formed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+import yaml
+from tests_support import SAMPLE_CORPUS
+
+from rayweave.cluster.settings import Settings
+
+from .figures import record
+
+pytestmark = [pytest.mark.reliability, pytest.mark.integration, pytest.mark.timeout(1800)]
+
+QUERIES = (
+    "What is a lease in Ferry?",
+    "How do I retry a failed task?",
+    "dead-letter queue",
+    "How are workers scheduled?",
+    "What does error E1042 mean?",
+)
+CLIENTS = 4
+DEADLINE_MS = 2000
+# A 2-core machine running Ray, Serve, the graph server and the load generator: scheduling
+# jitter on top of the deadline.
+MARGIN_S = 1.5
+
+
+class HangingSearch(BaseHTTPRequestHandler):
+    """A SearxNG-shaped endpoint that answers at once, or hangs while `hang` is set."""
+
+    hang = threading.Event()
+    released = threading.Event()
+
+    def do_GET(self) -> None:
+        if self.hang.is_set():
+            self.released.wait(timeout=120)
+        body = b'{"results": []}'
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except OSError:
+            pass  # the retriever gave up and closed the connection
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def web_endpoint() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), HangingSearch)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/search"
+    HangingSearch.released.set()
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def fault_app(
+    ray_stack: Settings, graph_connection: object, web_endpoint: str, tmp_path_factory
+) -> Iterator[tuple[str, Settings]]:  # type: ignore[no-untyped-def]
+    """The sample corpus served with two fixed VectorRetriever replicas and a web retriever
+    whose timeout (30 s) is far beyond the request deadline."""
+    from rayweave.ingest.pipeline import run_ingest
+    from rayweave.serve.app import DEFAULT_SERVE_CONFIG, deploy, shutdown
+
+    config = yaml.safe_load(DEFAULT_SERVE_CONFIG.read_text())
+    for deployment in config["applications"][0]["deployments"]:
+        if deployment["name"] == "VectorRetriever":
+            deployment.pop("autoscaling_config", None)
+            deployment["num_replicas"] = 2
+    config_path = tmp_path_factory.mktemp("faults") / "serve.yaml"
+    config_path.write_text(yaml.safe_dump(config))
+    base = ray_stack.model_dump()
+    settings = Settings(
+        **{
+            **base,
+            "qdrant": {**base["qdrant"], "collection": "sample"},
+            "serve": {
+                **base["serve"],
+                "serve_config": config_path,
+                "deadline_ms": DEADLINE_MS,
+                "retrieval": {
+                    **base["serve"]["retrieval"],
+                    "web_provider": "searxng",
+                    "web_url": web_endpoint,
+                    "web_timeout_s": 30.0,
+                },
+            },
+        }
+    )
+    run_ingest(settings, [SAMPLE_CORPUS], collection="sample")
+    shutdown(settings)  # another module's app holds the same name and route
+    url = deploy(settings)
+    try:
+        yield url, settings
+    finally:
+        shutdown(settings)
+
+
+@dataclass
+class Outcome:
+    status: int
+    seconds: float
+    degraded: list[str]
+    results: int
+    at: float  # seconds since the load started, when the response came back
+
+    @property
+    def failed(self) -> bool:
+        return self.status != 200 or "vector" in self.degraded or self.results == 0
+
+
+def drive(url: str, requests: int, profile: str) -> list[Outcome]:
+    """`requests` searches shared by CLIENTS concurrent clients."""
+
+    async def run() -> list[Outcome]:
+        outcomes: list[Outcome] = []
+        cursor = iter(range(requests))
+        started = time.perf_counter()
+
+        async def client(http: httpx.AsyncClient) -> None:
+            for i in cursor:
+                body = {"query": QUERIES[i % len(QUERIES)], "profile": profile, "top_k": 5}
+                t0 = time.perf_counter()
+                try:
+                    resp = await http.post(f"{url}/v1/search", json=body)
+                    data = resp.json() if resp.status_code == 200 else {}
+                    status = resp.status_code
+                except httpx.HTTPError:
+                    data, status = {}, 0
+                t1 = time.perf_counter()
+                outcomes.append(
+                    Outcome(
+                        status=status,
+                        seconds=t1 - t0,
+                        degraded=list(data.get("degraded", [])),
+                        results=len(data.get("results", [])),
+                        at=t1 - started,
+                    )
+                )
+
+        async with httpx.AsyncClient(timeout=60) as http:
+            await asyncio.gather(*(client(http) for _ in range(CLIENTS)))
+        return outcomes
+
+    return asyncio.run(run())
+
+
+def p99(values: list[float]) -> float:
+    return statistics.quantiles(values, n=100)[98] if len(values) > 1 else values[0]
+
+
+def vector_replicas(app_name: str) -> list[tuple[str, str]]:
+    from ray.util.state import list_actors
+
+    alive = list_actors(filters=[("state", "=", "ALIVE")], limit=1000)
+    return [
+        (a.name, a.ray_namespace)
+        for a in alive
+        if a.class_name == f"ServeReplica:{app_name}:VectorRetriever"
+    ]
+
+
+def wait_healthy(app_name: str, replicas: int, timeout_s: float = 300) -> float:
+    from ray import serve
+    from ray.serve.schema import ApplicationStatus
+
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        app = serve.status().applications.get(app_name)
+        if (
+            app is not None
+            and app.status == ApplicationStatus.RUNNING
+            and len(vector_replicas(app_name)) == replicas
+        ):
+            return time.monotonic() - started
+        time.sleep(1.0)
+    raise AssertionError(f"{app_name} did not recover {replicas} VectorRetriever replicas")
+
+
+def test_killing_a_vector_replica_under_load(fault_app: tuple[str, Settings]) -> None:
+    import ray
+
+    url, settings = fault_app
+    app = settings.serve.app_name
+    drive(url, 8, "hybrid")  # warm every replica's models
+    assert len(vector_replicas(app)) == 2
+
+    results: list[Outcome] = []
+    load = threading.Thread(target=lambda: results.extend(drive(url, 300, "hybrid")))
+    load.start()
+    time.sleep(5.0)
+    name, namespace = vector_replicas(app)[0]
+    ray.kill(ray.get_actor(name, namespace=namespace), no_restart=True)
+    killed_at = time.perf_counter()
+    load.join()
+    failed = [o for o in results if o.failed]
+    recovery_s = wait_healthy(app, 2)
+
+    after = drive(url, 100, "hybrid")
+    assert [o for o in after if o.failed] == []
+    assert len(results) == 300
+    assert len(failed) / len(results) < 0.01, [(o.status, o.degraded) for o in failed]
+    record(
+        test="replica_kill",
+        requests=len(results),
+        failed=len(failed),
+        p99_ms=round(1000 * p99([o.seconds for o in results]), 1),
+        recovery_s=round(recovery_s + time.perf_counter() - killed_at, 1),
+        requests_after_recovery=len(after),
+        failed_after_recovery=0,
+    )
+
+
+def test_graph_server_stopped_queries_answered_from_vectors(
+    fault_app: tuple[str, Settings],
+) -> None:
+    from rayweave.cluster.services import GraphServer, resolve_graph_connection
+
+    url, settings = fault_app
+    server = GraphServer.from_settings(settings)
+    assert server.stop()
+    try:
+        during = drive(url, 40, "hybrid+graph")
+    finally:
+        resolve_graph_connection(settings)  # the session's graph server comes back
+    assert all(o.status == 200 and o.results > 0 for o in during)
+    assert all("graph" in o.degraded for o in during), [o.degraded for o in during]
+    assert all("vector" not in o.degraded for o in during)
+
+    # Back: the replicas' drivers reconnect by themselves.
+    deadline = time.monotonic() + 120
+    while True:
+        again = drive(url, 4, "hybrid+graph")
+        if all("graph" not in o.degraded for o in again) or time.monotonic() > deadline:
+            break
+        time.sleep(2.0)
+    assert all(o.status == 200 and "graph" not in o.degraded for o in again)
+    record(
+        test="graph_server_stopped",
+        requests=len(during),
+        failed=sum(o.failed for o in during),
+        degraded_graph=sum("graph" in o.degraded for o in during),
+        p99_ms=round(1000 * p99([o.seconds for o in during]), 1),
+    )
+
+
+def test_a_hanging_web_retriever_is_cut_at_the_deadline(fault_app: tuple[str, Settings]) -> None:
+    url, _ = fault_app
+    HangingSearch.hang.set()
+    try:
+        during = drive(url, 20, "hybrid+graph")
+    finally:
+        HangingSearch.hang.clear()
+    slowest = max(o.seconds for o in during)
+    assert all(o.status == 200 and o.results > 0 for o in during)
+    assert all("web" in o.degraded for o in during)
+    assert slowest <= DEADLINE_MS / 1000 + MARGIN_S, slowest
+    record(
+        test="web_retriever_hangs",
+        requests=len(during),
+        failed=sum(o.failed for o in during),
+        deadline_ms=DEADLINE_MS,
+        p99_ms=round(1000 * p99([o.seconds for o in during]), 1),
+        max_ms=round(1000 * slowest, 1),
+    )
