@@ -28,7 +28,7 @@ from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
 
 from rayweave.cluster.errors import InputError, RayweaveError, ServiceError, VectorStoreError
 from rayweave.cluster.qdrant_client_store import MEMORY
-from rayweave.cluster.settings import QdrantSettings
+from rayweave.cluster.settings import QdrantSettings, Settings
 from rayweave.cluster.types import SparseVector
 from rayweave.cluster.vector_points import dense_matrix
 from rayweave.cluster.vector_store import (
@@ -395,6 +395,19 @@ def connect_vector_store(
             "a shared embedded vector store needs a connected Ray runtime (ray.init)"
         )
     return RemoteVectorStore(settings, path=path, collection=name, namespace=namespace)
+
+
+def vector_store_for(
+    settings: Settings, collection: str | None = None, *, shared: bool = True
+) -> VectorStore:
+    """`connect_vector_store` with everything it needs taken from rayweave's settings."""
+    return connect_vector_store(
+        settings.qdrant,
+        path=settings.vector_path,
+        collection=collection or settings.qdrant.collection,
+        namespace=settings.ray.namespace,
+        shared=shared,
+    )
 
 
 def shutdown_vector_actors(namespace: str = "rayweave", *, timeout_s: float = 30.0) -> list[str]:

@@ -235,7 +235,7 @@ def finalize(settings: Settings, collection: str) -> tuple[int, int]:
     """Corpus-wide steps after all documents are written: edges that batch-by-batch building
     cannot see (a title ingested after the chunk naming it, co-occurrence statistics), and the
     vector index build. Returns the namespace's graph node and relationship totals."""
-    from rayweave.cluster.vector_service import connect_vector_store
+    from rayweave.cluster.vector_service import vector_store_for
     from rayweave.graph.indexing import rebuild_corpus_edges
     from rayweave.graph.store import open_graph_store
 
@@ -245,13 +245,7 @@ def finalize(settings: Settings, collection: str) -> tuple[int, int]:
         counts = graph.counts()
     finally:
         graph.close()
-    store = connect_vector_store(
-        settings.qdrant,
-        path=settings.vector_path,
-        collection=collection,
-        namespace=settings.ray.namespace,
-        shared=True,
-    )
+    store = vector_store_for(settings, collection)
     store.optimize()
     return sum(counts.nodes.values()), sum(counts.relationships.values())
 

@@ -86,16 +86,10 @@ class DocumentWriter:
 
     @classmethod
     def open(cls, settings: Settings, *, collection: str, shared: bool) -> DocumentWriter:
-        from rayweave.cluster.vector_service import connect_vector_store
+        from rayweave.cluster.vector_service import vector_store_for
         from rayweave.graph.store import open_graph_store
 
-        vectors = connect_vector_store(
-            settings.qdrant,
-            path=settings.vector_path,
-            collection=collection,
-            namespace=settings.ray.namespace,
-            shared=shared,
-        )
+        vectors = vector_store_for(settings, collection, shared=shared)
         graph = open_graph_store(settings, namespace=collection)
         return cls(settings=settings, vectors=vectors, graph=graph, collection=collection)
 

@@ -182,18 +182,12 @@ def evaluate_variant(search: Any, dataset: BeirDataset, variant: Variant) -> Var
 def _ingest(
     settings: Settings, folder: Path, collection: str, *, fresh: bool, console: Console
 ) -> float:
-    from rayweave.cluster.vector_service import connect_vector_store
+    from rayweave.cluster.vector_service import vector_store_for
     from rayweave.graph.store import open_graph_store
     from rayweave.ingest.pipeline import run_ingest
 
     if fresh:
-        store = connect_vector_store(
-            settings.qdrant,
-            path=settings.vector_path,
-            collection=collection,
-            namespace=settings.ray.namespace,
-            shared=True,
-        )
+        store = vector_store_for(settings, collection)
         with contextlib.suppress(NotFoundError):
             store.drop()
         graph = open_graph_store(settings, namespace=collection)

@@ -75,16 +75,10 @@ class VectorSearch:
     def from_settings(
         cls, settings: Settings, *, shared: bool, collection: str | None = None
     ) -> VectorSearch:
-        from rayweave.cluster.vector_service import connect_vector_store
+        from rayweave.cluster.vector_service import vector_store_for
         from rayweave.models.factory import build_dense_encoder, build_sparse_encoder
 
-        store = connect_vector_store(
-            settings.qdrant,
-            path=settings.vector_path,
-            collection=collection or settings.qdrant.collection,
-            namespace=settings.ray.namespace,
-            shared=shared,
-        )
+        store = vector_store_for(settings, collection, shared=shared)
         return cls(
             store=store,
             dense=build_dense_encoder(settings.models),

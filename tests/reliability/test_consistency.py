@@ -61,16 +61,10 @@ ORPHANS = {
 
 
 def read_state(settings: Settings, collection: str) -> StoreState:
-    from rayweave.cluster.vector_service import connect_vector_store
+    from rayweave.cluster.vector_service import vector_store_for
     from rayweave.graph.store import open_graph_store
 
-    store = connect_vector_store(
-        settings.qdrant,
-        path=settings.vector_path,
-        collection=collection,
-        namespace=settings.ray.namespace,
-        shared=True,
-    )
+    store = vector_store_for(settings, collection)
     points: dict[str, tuple[str, bool, str]] = {}
     offset: str | None = None
     while True:
@@ -206,16 +200,10 @@ def stack_environment(settings: Settings) -> dict[str, str]:
 
 
 def visible_documents(settings: Settings, collection: str) -> int:
-    from rayweave.cluster.vector_service import connect_vector_store
+    from rayweave.cluster.vector_service import vector_store_for
     from rayweave.ingest.writers import visible_document_hashes
 
-    store = connect_vector_store(
-        settings.qdrant,
-        path=settings.vector_path,
-        collection=collection,
-        namespace=settings.ray.namespace,
-        shared=True,
-    )
+    store = vector_store_for(settings, collection)
     return len(visible_document_hashes(store))
 
 
