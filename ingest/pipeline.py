@@ -234,7 +234,8 @@ def run_ingest(
 def finalize(settings: Settings, collection: str) -> tuple[int, int]:
     """Corpus-wide steps after all documents are written: edges that batch-by-batch building
     cannot see (a title ingested after the chunk naming it, co-occurrence statistics), a sweep of
-    entities and topics nothing introduces any more, and the vector index build. Returns the namespace's graph node and relationship totals."""
+    entities and topics nothing introduces any more, and the vector index build. Returns the
+    namespace's graph node and relationship totals."""
     from rayweave.cluster.vector_service import vector_store_for
     from rayweave.graph.indexing import rebuild_corpus_edges
     from rayweave.graph.store import open_graph_store

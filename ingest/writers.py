@@ -2,7 +2,8 @@
 
 Order per batch of documents:
 1. upsert every chunk's vectors with `visible=False` (unchanged chunks keep their ids);
-2. write the graph (old structure of a changed document is replaced);
+2. write the graph (the old structure of a document stored before, changed or left half-written
+   by an interrupted run, is replaced);
 3. delete the document's stale points (ids that the new version no longer has);
 4. flip `visible=True` on the document's points; the document-level point carries the content
    hash, so the visible document points are also the registry of what is fully ingested.
