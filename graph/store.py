@@ -715,7 +715,8 @@ class GraphStore:
         if dry_run:
             return self._rehearse("prune", work)
         report = self._write("prune", work)
-        self.refresh_entity_stats()
+        if report.edges or report.chunks or report.messages:  # mentions gone: df changed
+            self.refresh_entity_stats()
         return report
 
     def _rehearse(self, op: str, work: Callable[[neo4j.ManagedTransaction], T]) -> T:

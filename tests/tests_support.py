@@ -5,6 +5,8 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+from rayweave.cluster.settings import Settings
+
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_CORPUS = REPO / "ingest" / "sample_corpus"
 SHARED = REPO.parent / "shared"
@@ -38,3 +40,13 @@ def stack_env(home: Path) -> dict[str, str]:
         "RAYWEAVE_GRAPH__EMBEDDED_HEAP_MB": "512",
         "RAYWEAVE_SERVE__PORT": str(serve_port),
     }
+
+
+def with_collection(settings: Settings, collection: str) -> Settings:
+    """`settings` with another Qdrant collection (re-validated, as settings are frozen)."""
+    return Settings(
+        **{
+            **settings.model_dump(),
+            "qdrant": {**settings.qdrant.model_dump(), "collection": collection},
+        }
+    )

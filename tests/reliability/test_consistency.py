@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests_support import DATA
+from tests_support import DATA, with_collection
 
 from rayweave.cluster.settings import Settings
 from rayweave.graph.schema import ENTITY_ANCHORS, NodeLabel
@@ -170,15 +170,6 @@ def doc_ids(files: list[Path]) -> set[str]:
     from rayweave.ingest.readers import document_id_for
 
     return {document_id_for(p) for p in files}
-
-
-def with_collection(settings: Settings, collection: str) -> Settings:
-    return Settings(
-        **{
-            **settings.model_dump(),
-            "qdrant": {**settings.qdrant.model_dump(), "collection": collection},
-        }
-    )
 
 
 def stack_environment(settings: Settings) -> dict[str, str]:

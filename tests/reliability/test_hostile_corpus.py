@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests_support import SAMPLE_CORPUS
+from tests_support import SAMPLE_CORPUS, with_collection
 
 from rayweave.cluster.settings import Settings
 from rayweave.graph.schema import NodeLabel
@@ -39,12 +39,7 @@ def test_hostile_corpus_is_ingested_reported_and_harmless(
     from rayweave.serve.local import LocalSearch
     from rayweave.serve.schemas import SearchRequest
 
-    settings = Settings(
-        **{
-            **ray_stack.model_dump(),
-            "qdrant": {**ray_stack.qdrant.model_dump(), "collection": "hostile"},
-        }
-    )
+    settings = with_collection(ray_stack, "hostile")
     before = SAMPLE_CORPUS / "docs" / "concepts" / "leases.md"
     run_ingest(settings, [before], collection="hostile")
     corpus = write_hostile_corpus(tmp_path / "hostile")

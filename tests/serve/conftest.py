@@ -6,19 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from tests_support import SAMPLE_CORPUS
+from tests_support import SAMPLE_CORPUS, with_collection
 
 from rayweave.cluster.settings import Settings
 
 
 @pytest.fixture(scope="session")
 def sample_settings(ray_stack: Settings, graph_connection: object) -> Settings:
-    return Settings(
-        **{
-            **ray_stack.model_dump(),
-            "qdrant": {**ray_stack.qdrant.model_dump(), "collection": "sample"},
-        }
-    )
+    return with_collection(ray_stack, "sample")
 
 
 @pytest.fixture(scope="session")

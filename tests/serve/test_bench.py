@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests_support import SAMPLE_CORPUS, with_collection
 
 from rayweave.cluster.errors import InputError, ServiceError, SourceError
 from rayweave.cluster.settings import Settings
@@ -24,8 +25,6 @@ from rayweave.serve.bench import (
     run_serve_bench,
     summarize,
 )
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 class TestPercentile:
@@ -179,13 +178,8 @@ def test_deploys_benches_and_removes_the_app(ray_stack: Settings, graph_connecti
     from rayweave.ingest.pipeline import run_ingest
     from rayweave.serve.app import shutdown
 
-    settings = Settings(
-        **{
-            **ray_stack.model_dump(),
-            "qdrant": {**ray_stack.qdrant.model_dump(), "collection": "sample"},
-        }
-    )
-    run_ingest(settings, [REPO / "ingest" / "sample_corpus"], collection="sample")
+    settings = with_collection(ray_stack, "sample")
+    run_ingest(settings, [SAMPLE_CORPUS], collection="sample")
     shutdown(settings)  # another module may have left it deployed
     rows = run_serve_bench(
         settings, requests=3, concurrency=(1, 2), profiles=["dense", "hybrid+graph"], warmup=1
