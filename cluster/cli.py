@@ -148,10 +148,11 @@ def serve(
     ] = False,
 ) -> None:
     """Deploy the Ray Serve app (ingress, classifier, retrievers, fusion, refiner) over HTTP."""
-    from rayweave.serve.app import deploy
-
     serve_overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
     settings = _run(lambda: _settings(config, collection))
+    # Only now: serve.app imports Ray, which reads RAY_AUTH_MODE (set by _settings) at import.
+    from rayweave.serve.app import deploy
+
     if serve_overrides:
         settings = Settings(
             **{**settings.model_dump(), "serve": {**settings.serve.model_dump(), **serve_overrides}}

@@ -45,6 +45,8 @@ def cli_env() -> Iterator[dict[str, str]]:
     home = Path(tempfile.mkdtemp(prefix="rwc-", dir="/tmp"))
     env = {**os.environ, **stack_env(home), "NO_COLOR": "1", "COLUMNS": "200"}
     env.pop("RAY_ADDRESS", None)
+    # As in a user's shell: the CLI must set Ray's auth mode itself (this session's conftest set it).
+    env.pop("RAY_AUTH_MODE", None)
     yield env
     rayweave(env, "stop", timeout=120)
     shutil.rmtree(home, ignore_errors=True)
