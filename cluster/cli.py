@@ -359,6 +359,10 @@ def evaluate(
     report: Annotated[
         Path | None, typer.Option("--report", help="Write the JSON report here.")
     ] = None,
+    max_queries: Annotated[
+        int | None,
+        typer.Option(min=1, help="Score only the first N judged queries (default: all)."),
+    ] = None,
 ) -> None:
     """Ingest a BEIR set into a fresh namespace and score retrieval (nDCG, MRR, Recall, ...)."""
     from rayweave.serve.evaluate import run_eval
@@ -370,6 +374,7 @@ def evaluate(
             dataset,
             profiles=profile or [],
             ablation=ablation,
+            max_queries=max_queries,
             report_path=report,
             console=out,
         )

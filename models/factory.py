@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from rayweave.cluster.errors import ConfigError
 from rayweave.cluster.settings import ModelSettings
@@ -25,6 +26,9 @@ from rayweave.models.protocols import (
     SparseEncoder,
 )
 from rayweave.models.tokens import TokenizerCounter, load_token_counter
+
+if TYPE_CHECKING:
+    from rayweave.models.llm import LocalCausalLM
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +104,19 @@ def build_entity_extractor(settings: ModelSettings) -> EntityExtractor:
     if settings.ner is None:
         return RuleEntityExtractor()
     return load_spacy_extractor(settings.ner)
+
+
+@lru_cache(maxsize=2)
+def build_causal_lm(ref: str, settings: ModelSettings) -> LocalCausalLM:
+    """A local causal LM that scores text (query likelihood); `ref` as in `models.llm`."""
+    from rayweave.models.llm import OPENAI_PREFIX, load_local_causal_lm
+
+    if ref.startswith(OPENAI_PREFIX):
+        raise ConfigError(
+            f"likelihood scoring needs a local causal LM, not an endpoint ({ref!r}): it reads the "
+            "log-probabilities of the prompt's own tokens, which chat APIs do not return"
+        )
+    return load_local_causal_lm(ref, run_options(settings).plan)
 
 
 @lru_cache(maxsize=4)

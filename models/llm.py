@@ -151,7 +151,7 @@ class LocalCausalLM:
         self.tokenizer = tokenizer
         self.name = name
         self.device = torch.device(device)
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
 
     def _inputs(self, messages: list[dict[str, str]]) -> dict[str, torch.Tensor]:
         if getattr(self.tokenizer, "chat_template", None):
@@ -181,7 +181,7 @@ class LocalCausalLM:
             if temperature > 0
             else {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
         )
-        with self._lock, torch.inference_mode():
+        with self.lock, torch.inference_mode():
             inputs = self._inputs(checked)
             output = self.model.generate(
                 **inputs, max_new_tokens=max_tokens, pad_token_id=pad, **sampling

@@ -21,7 +21,7 @@ import random
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +156,21 @@ async def _rank_all(
     return dict(pairs), degraded
 
 
+def first_queries(data: BeirDataset, limit: int | None) -> BeirDataset:
+    """The data set with only its first `limit` judged queries (file order), for quick runs of
+    slow profiles; the corpus stays whole, so the ranking task is unchanged."""
+    if limit is None:
+        return data
+    if limit < 1:
+        raise ValueError(f"max_queries must be >= 1, got {limit}")
+    kept = [qid for qid in data.queries if qid in data.qrels][:limit]
+    return replace(
+        data,
+        queries={q: data.queries[q] for q in kept},
+        qrels={q: data.qrels[q] for q in kept},
+    )
+
+
 def _mean(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
     if not rows:
         return {}
@@ -222,6 +237,7 @@ def run_eval(
     profiles: Sequence[str] = (),
     ablation: bool = False,
     fresh: bool = False,
+    max_queries: int | None = None,
     report_path: Path | None = None,
     console: Console | None = None,
 ) -> EvalReport:
@@ -232,7 +248,7 @@ def run_eval(
     settings = _without_deadline(settings)
     if not (dataset / "corpus.jsonl").is_file():
         raise SourceError(f"{dataset} is not a BEIR folder (no corpus.jsonl)", path=str(dataset))
-    data = load_beir(dataset)
+    data = first_queries(load_beir(dataset), max_queries)
     connect(settings)
     collection = f"eval-{slug(data.name)}"
     chosen = variants(

@@ -1,5 +1,5 @@
 """Refinement of the fused candidates: TF-IDF statement reranking (graphrag-toolkit's default),
-ColBERT-style MaxSim, a cross-encoder, or an LLM.
+ColBERT-style MaxSim, a cross-encoder, query likelihood under a local LM (UPR), or a chat LLM.
 
 Every refiner blends its own relevance with the fused rank instead of replacing it: a refiner
 that is weak on some query then nudges, it cannot wreck, the ranking (the fusion already
@@ -18,6 +18,7 @@ from dataclasses import replace
 from rayweave.cluster.errors import ConfigError
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Hit
+from rayweave.models.likelihood import Passage, QueryLikelihoodScorer
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -61,6 +62,28 @@ def blend(hits: Sequence[Hit], relevance: Sequence[float], *, weight: float) -> 
     return scored
 
 
+def zscores(values: Sequence[float]) -> list[float]:
+    """Standard scores within one candidate list (all 0 when the values are all equal)."""
+    n = len(values)
+    if n == 0:
+        return []
+    mean = sum(values) / n
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / n)
+    return [(v - mean) / std if std > 0 else 0.0 for v in values]
+
+
+def blend_standardised(
+    hits: Sequence[Hit], relevance: Sequence[float], *, weight: float
+) -> list[Hit]:
+    """Reorder by `z(fused score) + weight * z(relevance)`: both signals on one scale, so that
+    the weight means the same for every query however peaked either score distribution is."""
+    fused = zscores([h.score for h in hits])
+    rel = zscores(relevance)
+    scored = [replace(h, score=f + weight * r) for h, f, r in zip(hits, fused, rel, strict=True)]
+    scored.sort(key=lambda h: -h.score)
+    return scored
+
+
 class TfidfRefiner:
     def __init__(self, *, weight: float = 0.3) -> None:
         self.weight = weight
@@ -87,6 +110,37 @@ class ModelRefiner:
         if predict is not None:
             return [float(s) for s in predict([(query, t) for t in texts])]
         return [float(s) for s in self.scorer.maxsim(query, texts)]  # type: ignore[attr-defined]
+
+
+class LikelihoodRefiner:
+    """Query likelihood (UPR) over the top `window`: how probable a local causal LM finds the query
+    after reading each candidate (`models/likelihood.py`), blended with the fused order."""
+
+    def __init__(self, scorer: QueryLikelihoodScorer, *, window: int, weight: float) -> None:
+        self.scorer = scorer
+        self.window = window
+        self.weight = weight
+
+    async def refine(self, query: str, hits: list[Hit], plan: object) -> list[Hit]:
+        head, tail = hits[: self.window], hits[self.window :]
+        if len(head) < 2:
+            return hits
+        passages = [_passage(h) for h in head]
+        scores = await asyncio.to_thread(self.scorer.score, query, passages)
+        blended = blend_standardised(head, scores, weight=self.weight)
+        # The tail stays below the refined head (scores shifted so that the list stays sorted).
+        floor = min(h.score for h in blended)
+        top = max((h.score for h in tail), default=floor)
+        shift = top - floor + 1.0 if tail else 0.0
+        return [replace(h, score=h.score + shift) for h in blended] + tail
+
+
+def _passage(hit: Hit) -> Passage:
+    if hit.metadata.get("content_type") == "code":
+        return Passage(text=hit.text, code_language=str(hit.metadata.get("language") or ""))
+    title = hit.title.strip()
+    text = hit.text if not title or hit.text.startswith(title) else f"{title}. {hit.text}"
+    return Passage(text=text)
 
 
 _RANKING = re.compile(r"\d+")
@@ -132,7 +186,10 @@ class LlmRefiner:
         return blend(head, relevance, weight=self.weight) + tail
 
 
-def build_refiner(settings: Settings) -> TfidfRefiner | ModelRefiner | LlmRefiner:
+Refiner = TfidfRefiner | ModelRefiner | LikelihoodRefiner | LlmRefiner
+
+
+def build_refiner(settings: Settings) -> Refiner:
     """The refiner named by `serve.retrieval.refiner` (built once per replica)."""
     mode = settings.serve.retrieval.refiner
     if mode in ("off", "tfidf"):
@@ -157,6 +214,17 @@ def build_refiner(settings: Settings) -> TfidfRefiner | ModelRefiner | LlmRefine
                 "refiner 'maxsim' needs a multi-vector dense model (models.dense_kind='bge-m3')"
             )
         return ModelRefiner(encoder)
+    if mode == "likelihood":
+        from rayweave.models.factory import build_causal_lm
+
+        retrieval = settings.serve.retrieval
+        scorer = QueryLikelihoodScorer(
+            build_causal_lm(retrieval.likelihood_model, settings.models),
+            max_passage_tokens=retrieval.refine_max_tokens,
+        )
+        return LikelihoodRefiner(
+            scorer, window=retrieval.refine_window, weight=retrieval.refine_weight
+        )
     if mode == "llm":
         from rayweave.models.factory import build_chat_model
 
@@ -164,4 +232,6 @@ def build_refiner(settings: Settings) -> TfidfRefiner | ModelRefiner | LlmRefine
         if chat is None:
             raise ConfigError("refiner 'llm' needs models.llm to name a chat model")
         return LlmRefiner(chat)
-    raise ConfigError(f"unknown refiner {mode!r}; valid: off, tfidf, maxsim, cross-encoder, llm")
+    raise ConfigError(
+        f"unknown refiner {mode!r}; valid: off, tfidf, maxsim, cross-encoder, likelihood, llm"
+    )

@@ -50,3 +50,14 @@ def with_collection(settings: Settings, collection: str) -> Settings:
             "qdrant": {**settings.qdrant.model_dump(), "collection": collection},
         }
     )
+
+
+# Three Python functions for query-likelihood tests: SmolLM2-135M ranks "read a file" and "sort a
+# dict by value" queries to the right one (it confuses "reverse a list" with reading a file).
+CODE_SNIPPETS = [
+    'def read_text(path):\n    """Return the contents of a text file."""\n    with open(path) as f:\n'
+    "        return f.read()",
+    'def reverse(items):\n    """Reverse a list."""\n    return items[::-1]',
+    'def sort_by_value(d):\n    """Sort a dict by its values."""\n'
+    "    return sorted(d.items(), key=lambda kv: kv[1])",
+]

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from rayweave.cluster.beir import BeirDataset, BeirDocument
 from rayweave.cluster.settings import Settings
 from rayweave.serve.evaluate import (
     EVAL_DEADLINE_MS,
     _with_sparse_bm25,
     _without_deadline,
     document_ranking,
+    first_queries,
     paired_difference,
     per_query_scores,
     slug,
@@ -60,3 +62,19 @@ def test_slug_and_settings_overrides_leave_the_original_alone() -> None:
     assert _with_sparse_bm25(quality).models.sparse_kind == "bm25"
     assert base.models.sparse_kind != "bm25"
     assert base.serve.deadline_ms != quality.serve.deadline_ms
+
+
+def test_first_queries_keeps_judged_queries_in_file_order_and_the_whole_corpus() -> None:
+    data = BeirDataset(
+        name="t",
+        corpus={d: BeirDocument(id=d, title="", text=d) for d in ("d1", "d2")},
+        queries={"q1": "a", "q2": "unjudged", "q3": "b", "q4": "c"},
+        qrels={"q1": {"d1": 1}, "q3": {"d2": 1}, "q4": {"d1": 1}},
+    )
+    head = first_queries(data, 2)
+    assert list(head.queries) == ["q1", "q3"]
+    assert set(head.qrels) == {"q1", "q3"}
+    assert head.corpus == data.corpus
+    assert first_queries(data, None) is data
+    with pytest.raises(ValueError, match="max_queries"):
+        first_queries(data, 0)

@@ -3,14 +3,17 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from tests_support import CODE_SNIPPETS as CODE
 
 from rayweave.cluster.errors import ConfigError
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Hit
 from rayweave.serve.refine import (
+    LikelihoodRefiner,
     LlmRefiner,
     TfidfRefiner,
     blend,
+    blend_standardised,
     build_refiner,
     parse_ranking,
     tfidf_scores,
@@ -71,3 +74,38 @@ def test_build_refiner_explains_missing_configuration() -> None:
     with pytest.raises(ConfigError, match="cross_encoder"):
         build_refiner(settings)
     assert isinstance(build_refiner(Settings()), TfidfRefiner)
+
+
+def test_blend_standardised_weight_decides() -> None:
+    hits = [Hit(id=i, doc_id=i, text="", score=s) for i, s in (("a", 3.0), ("b", 2.0), ("c", 1.0))]
+    assert [h.id for h in blend_standardised(hits, [0.0, 0.5, 1.0], weight=0.0)] == ["a", "b", "c"]
+    assert [h.id for h in blend_standardised(hits, [0.0, 0.5, 1.0], weight=2.0)] == ["c", "b", "a"]
+    # Equal relevance carries no information: the fused order stands.
+    assert [h.id for h in blend_standardised(hits, [1.0, 1.0, 1.0], weight=9.0)] == ["a", "b", "c"]
+
+
+def test_likelihood_refiner_needs_a_local_model() -> None:
+    settings = Settings(
+        serve={"retrieval": {"refiner": "likelihood", "likelihood_model": "openai:http://x/v1#m"}}
+    )
+    with pytest.raises(ConfigError, match="local causal LM"):
+        build_refiner(settings)
+
+
+@pytest.mark.slow
+def test_likelihood_refiner_lifts_the_answer_and_keeps_the_tail_below() -> None:
+    refiner = build_refiner(
+        Settings(serve={"retrieval": {"refiner": "likelihood", "refine_window": 3}})
+    )
+    assert isinstance(refiner, LikelihoodRefiner)
+    code = {"content_type": "code", "language": "python"}
+    hits = [
+        Hit(id=f"c{i}", doc_id=f"c{i}", text=t, score=1.0 - i / 10, metadata=code)
+        for i, t in enumerate(CODE)
+    ]
+    hits += [Hit(id="t1", doc_id="t1", text="tail one", score=0.2)]
+    hits += [Hit(id="t2", doc_id="t2", text="tail two", score=0.1)]
+    out = asyncio.run(refiner.refine("how to sort a dictionary by value in python", hits, None))
+    assert out[0].id == "c2"
+    assert [h.id for h in out[3:]] == ["t1", "t2"]
+    assert [h.score for h in out] == sorted((h.score for h in out), reverse=True)
