@@ -407,7 +407,7 @@ class RetrievalSettings(_Group):
         description="Local causal LM for refiner='likelihood' (folder, hub id or .gguf file).",
     )
     refine_window: int = Field(
-        default=10, ge=2, description="Top fused hits the model-based refiners rescore."
+        default=10, ge=2, description="Top fused hits the likelihood and llm refiners rescore."
     )
     refine_weight: float = Field(
         default=2.0,

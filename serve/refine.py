@@ -231,7 +231,7 @@ def build_refiner(settings: Settings) -> Refiner:
         chat = build_chat_model(settings.models)
         if chat is None:
             raise ConfigError("refiner 'llm' needs models.llm to name a chat model")
-        return LlmRefiner(chat)
+        return LlmRefiner(chat, window=settings.serve.retrieval.refine_window)
     raise ConfigError(
         f"unknown refiner {mode!r}; valid: off, tfidf, maxsim, cross-encoder, likelihood, llm"
     )

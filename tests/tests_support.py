@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
+from typing import Any
 
 from rayweave.cluster.settings import Settings
 
@@ -61,3 +62,13 @@ CODE_SNIPPETS = [
     'def sort_by_value(d):\n    """Sort a dict by its values."""\n'
     "    return sorted(d.items(), key=lambda kv: kv[1])",
 ]
+
+
+def alive_actors() -> list[Any]:
+    """ALIVE actors of the cluster this process joined. The address is explicit: the state API's
+    default ('auto') refuses to choose when another Ray runs on the machine."""
+    import ray
+    from ray.util.state import list_actors
+
+    address = ray.get_runtime_context().gcs_address if ray.is_initialized() else None
+    return list(list_actors(address=address, filters=[("state", "=", "ALIVE")], limit=1000))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests_support import DATA, with_collection
+from tests_support import DATA, alive_actors, with_collection
 
 from rayweave.cluster.settings import Settings
 from rayweave.graph.schema import ENTITY_ANCHORS, NodeLabel
@@ -200,11 +200,9 @@ def visible_documents(settings: Settings, collection: str) -> int:
 
 def wait_for_pipeline_actors_to_exit(timeout_s: float = 120.0) -> None:
     """Ray reaps a dead driver's actors asynchronously; a re-run must not race its writer."""
-    from ray.util.state import list_actors
-
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        alive = list_actors(filters=[("state", "=", "ALIVE")], limit=1000)
+        alive = alive_actors()
         if not any("MapWorker" in a.class_name for a in alive):
             return
         time.sleep(1.0)

@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 import yaml
-from tests_support import SAMPLE_CORPUS
+from tests_support import SAMPLE_CORPUS, alive_actors
 
 from rayweave.cluster.settings import Settings
 
@@ -177,9 +177,7 @@ def p99(values: list[float]) -> float:
 
 
 def vector_replicas(app_name: str) -> list[tuple[str, str]]:
-    from ray.util.state import list_actors
-
-    alive = list_actors(filters=[("state", "=", "ALIVE")], limit=1000)
+    alive = alive_actors()
     return [
         (a.name, a.ray_namespace)
         for a in alive
