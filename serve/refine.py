@@ -84,6 +84,17 @@ def blend_standardised(
     return scored
 
 
+def above(head: list[Hit], tail: list[Hit]) -> list[Hit]:
+    """`head + tail` for a refiner that rescored only its window: the head's scores are shifted
+    when needed so that the list stays sorted (clients read scores as a ranking)."""
+    if not head or not tail:
+        return head + tail
+    gap = max(h.score for h in tail) - min(h.score for h in head)
+    if gap < 0:
+        return head + tail
+    return [replace(h, score=h.score + gap + 1.0) for h in head] + tail
+
+
 class TfidfRefiner:
     def __init__(self, *, weight: float = 0.3) -> None:
         self.weight = weight
@@ -127,12 +138,7 @@ class LikelihoodRefiner:
             return hits
         passages = [_passage(h) for h in head]
         scores = await asyncio.to_thread(self.scorer.score, query, passages)
-        blended = blend_standardised(head, scores, weight=self.weight)
-        # The tail stays below the refined head (scores shifted so that the list stays sorted).
-        floor = min(h.score for h in blended)
-        top = max((h.score for h in tail), default=floor)
-        shift = top - floor + 1.0 if tail else 0.0
-        return [replace(h, score=h.score + shift) for h in blended] + tail
+        return above(blend_standardised(head, scores, weight=self.weight), tail)
 
 
 def _passage(hit: Hit) -> Passage:
@@ -183,7 +189,7 @@ class LlmRefiner:
         relevance = [0.0] * len(head)
         for rank, i in enumerate(order):
             relevance[i] = 1.0 / (1 + rank)
-        return blend(head, relevance, weight=self.weight) + tail
+        return above(blend(head, relevance, weight=self.weight), tail)
 
 
 Refiner = TfidfRefiner | ModelRefiner | LikelihoodRefiner | LlmRefiner

@@ -12,6 +12,7 @@ from rayweave.serve.refine import (
     LikelihoodRefiner,
     LlmRefiner,
     TfidfRefiner,
+    above,
     blend,
     blend_standardised,
     build_refiner,
@@ -67,6 +68,7 @@ def test_llm_refiner_applies_the_models_ranking() -> None:
     hits = [hit("a", "x"), hit("b", "y"), hit("c", "z")]
     out = asyncio.run(LlmRefiner(_FixedChat(), window=2, weight=1.0).refine("q", hits, None))
     assert [h.id for h in out] == ["b", "a", "c"]
+    assert [h.score for h in out] == sorted((h.score for h in out), reverse=True)
 
 
 def test_build_refiner_explains_missing_configuration() -> None:
@@ -109,3 +111,16 @@ def test_likelihood_refiner_lifts_the_answer_and_keeps_the_tail_below() -> None:
     assert out[0].id == "c2"
     assert [h.id for h in out[3:]] == ["t1", "t2"]
     assert [h.score for h in out] == sorted((h.score for h in out), reverse=True)
+
+
+def test_above_keeps_a_rescored_head_over_the_tail() -> None:
+    head = [
+        Hit(id="a", doc_id="a", text="", score=-1.0),
+        Hit(id="b", doc_id="b", text="", score=-2.0),
+    ]
+    tail = [Hit(id="c", doc_id="c", text="", score=0.5)]
+    out = above(head, tail)
+    assert [h.id for h in out] == ["a", "b", "c"]
+    assert [h.score for h in out] == [2.5, 1.5, 0.5]  # head's gaps kept, lifted over the tail
+    high = [Hit(id="a", doc_id="a", text="", score=9.0)]
+    assert above(high, tail) == high + tail  # already sorted: untouched
