@@ -26,6 +26,12 @@ def _sample_ingested(sample_settings: Settings) -> Iterator[Settings]:
     shutdown(sample_settings)
 
 
+@pytest.fixture(scope="session")
+def sample_ingested(_sample_ingested: Settings) -> Settings:
+    """Settings naming the ingested sample collection (for tests that skip the HTTP app)."""
+    return _sample_ingested
+
+
 @pytest.fixture
 def app_url(_sample_ingested: Settings) -> str:
     """Deployed for each test that asks: the serve bench test removes the app when it is done,
