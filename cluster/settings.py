@@ -385,6 +385,19 @@ class RetrievalSettings(_Group):
         description="Top hits of the vector-only fusion that lead the final ranking: graph and web "
         "lists add recall below them but cannot displace them (keeps MRR at the vector level).",
     )
+    link_promote: int = Field(
+        default=3,
+        ge=0,
+        description="Documents that a leading hit links to (it MENTIONS an entity they EXPLAIN) "
+        "moved up right behind the leaders, at most this many; 0 disables. A multi-hop "
+        "question's second passage is the leader's bridge partner.",
+    )
+    link_depth: int = Field(
+        default=20,
+        ge=1,
+        description="Only linked documents already among this many fused documents are moved "
+        "up: the link says which candidate completes the leader, not that a stranger is relevant.",
+    )
     candidates: int = Field(default=50, ge=1, description="Candidates per retriever before fusion.")
     hierarchical: bool = Field(
         default=False, description="Default for documents -> sections -> propositions narrowing."

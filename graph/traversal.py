@@ -650,16 +650,7 @@ def score_bridge_hop(
         state = frontier.get(seed)
         if state is None:
             continue
-        entity_rank: dict[str, float] = {}
-        for r in seed_rows:
-            entity_rank[str(r["eid"])] = (
-                idf(int(r["edf"])) * float(r["mw"] or 0.0) * float(r["mc"] or 0.0)
-            )
-        allowed = set(
-            sorted(entity_rank, key=lambda e: (-entity_rank[e], e))[
-                : settings.max_entities_per_seed
-            ]
-        )
+        entity_rank, allowed = _rarest_entities(seed_rows, settings.max_entities_per_seed)
         for r in seed_rows:
             if str(r["eid"]) not in allowed:
                 continue
@@ -684,6 +675,47 @@ def score_bridge_hop(
                 best = path if old is None or path.score > old[1].score else old[1]
                 reached[key] = (total, best, r)
     return reached
+
+
+def _rarest_entities(
+    seed_rows: Sequence[Mapping[str, Any]], limit: int
+) -> tuple[dict[str, float], set[str]]:
+    """A seed's entities ranked by idf x mention weight x confidence, and the `limit` best."""
+    rank: dict[str, float] = {}
+    for r in seed_rows:
+        rank[str(r["eid"])] = idf(int(r["edf"])) * float(r["mw"] or 0.0) * float(r["mc"] or 0.0)
+    return rank, set(sorted(rank, key=lambda e: (-rank[e], e))[:limit])
+
+
+def bridge_links(rows: Iterable[Mapping[str, Any]], settings: GraphSettings) -> list[Hit]:
+    """One hit per (seed, target) of a first bridge hop: the documents each seed chunk links to
+    (it MENTIONS one of its `max_entities_per_seed` rarest entities, which the target EXPLAINS).
+
+    Unlike the bridge score board, nothing is summed over seeds or hidden behind a seed: fusion
+    asks "what does the leading hit link to?", and the answer must not depend on the other seeds.
+    """
+    per_seed: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in rows:
+        per_seed[str(r["seed"])].append(r)
+    best: dict[tuple[str, str], _Node] = {}
+    for seed, seed_rows in per_seed.items():
+        entity_rank, allowed = _rarest_entities(seed_rows, settings.max_entities_per_seed)
+        for r in seed_rows:
+            eid = str(r["eid"])
+            if eid not in allowed or r.get("tid") is None:
+                continue
+            score = entity_rank[eid] * float(r["xc"] or 0.0)
+            path = GraphPath(
+                nodes=(seed, eid, str(r["tid"])),
+                relationships=(RelType.MENTIONS.value, RelType.EXPLAINS.value),
+                score=round(score, 6),
+            )
+            key = (seed, str(r["tdoc"]))
+            node = best.get(key)
+            if node is None or score > node.score:
+                best[key] = _Node(row=r, score=score, paths=[path], kinds={"link"})
+    nodes = sorted(best.values(), key=lambda n: (-n.score, n.hit_id, n.paths[0].nodes))
+    return [_to_hit(n) for n in nodes]
 
 
 def blend_conversation(
@@ -782,6 +814,25 @@ class GraphTraversal:
         Neighbourhood, entity search and the first bridge hop run concurrently; further bridge
         hops follow. Seeds themselves are not returned (the caller already has them).
         """
+        return self.search_with_links(
+            query_text=query_text,
+            seeds=seeds,
+            query_type=query_type,
+            entity_names=entity_names,
+            limit=limit,
+        )[0]
+
+    def search_with_links(
+        self,
+        *,
+        query_text: str,
+        seeds: Sequence[Seed | Hit] = (),
+        query_type: str | QueryType | None = None,
+        entity_names: Sequence[str] = (),
+        limit: int | None = None,
+    ) -> tuple[list[Hit], list[Hit]]:
+        """`search`'s hits, plus the first bridge hop's `bridge_links` (empty when the query
+        type's profile does not bridge)."""
         prof = PROFILES[parse_query_type(query_type)]
         norm = normalize_seeds(_as_seeds(seeds))
         board = ScoreBoard(exclude=(s.chunk_id for s in norm))
@@ -798,14 +849,15 @@ class GraphTraversal:
         entity_rows = None
         if prof.entity > 0 and (query_text.strip() or entity_names):
             entity_rows = self._pool.submit(self._entity_rows, query_text, entity_names, prof)
+        links: list[Hit] = []
         if prof.bridge > 0 and norm:
-            self._bridge_into(board, norm, prof.bridge)
+            links = self._bridge_into(board, norm, prof.bridge)
         for future, apply in futures:
             apply(future.result())
         if entity_rows is not None:
             forms, rows = entity_rows.result()
             score_entity_search(rows, forms, prof, self.settings, board)
-        return board.hits(limit or self.settings.max_results)
+        return board.hits(limit or self.settings.max_results), links
 
     # conversation-aware (seed 003)
 
@@ -906,7 +958,9 @@ class GraphTraversal:
         forms, rows = self._entity_rows(query_text, entity_names, prof)
         score_entity_search(rows, forms, prof, self.settings, board)
 
-    def _bridge_into(self, board: ScoreBoard, seeds: Sequence[Seed], weight: float) -> None:
+    def _bridge_into(self, board: ScoreBoard, seeds: Sequence[Seed], weight: float) -> list[Hit]:
+        """Bridge hops onto `board`; returns the first hop's `bridge_links`."""
+        links: list[Hit] = []
         frontier = {
             s.chunk_id: _BridgeState(
                 score=s.score, path=GraphPath(nodes=(s.chunk_id,), relationships=())
@@ -919,6 +973,8 @@ class GraphTraversal:
                 Seed(chunk_id=k, score=v.score, level=v.level) for k, v in frontier.items()
             ]
             rows = self._run(bridge_hop_query(self.store.ns, frontier_seeds), "bridge")
+            if hop == 1:
+                links = bridge_links(rows, self.settings)
             reached = score_bridge_hop(
                 rows,
                 frontier,
@@ -945,6 +1001,7 @@ class GraphTraversal:
                 visited.add(str(row["tid"]))
             if not frontier:
                 break
+        return links
 
 
 def _as_seeds(items: Sequence[Seed | Hit]) -> list[Seed]:

@@ -147,6 +147,18 @@ def cap_per_document(hits: Sequence[Hit], *, max_per_document: int) -> list[Hit]
 
 
 VECTOR_LISTS = frozenset({"dense", "sparse", "hierarchical"})
+# The graph's first bridge hop from each seed: read by `promote_linked`, never fused as a vote.
+LINKS = "bridge-links"
+
+
+def _raised(head: Sequence[Hit], floor: float) -> list[Hit]:
+    """`head` with scores raised just enough to stay sorted above `floor` (clients read scores
+    as a ranking)."""
+    out: list[Hit] = []
+    for h in reversed(head):
+        floor = max(h.score, floor)
+        out.append(replace(h, score=floor))
+    return out[::-1]
 
 
 def anchored_fusion(
@@ -171,14 +183,58 @@ def anchored_fusion(
     lead = [by_id[h.id] for h in fuse(vector, method=method, weights=weights, k=k)[:anchor_top]]
     ids = {h.id for h in lead}
     rest = [h for h in fused if h.id not in ids]
-    # Leaders keep their fused provenance; their scores are raised just enough that the list
-    # stays sorted (clients read scores as a ranking).
-    floor = rest[0].score if rest else 0.0
-    raised: list[Hit] = []
-    for h in reversed(lead):
-        floor = max(h.score, floor)
-        raised.append(replace(h, score=floor))
-    return raised[::-1] + rest
+    # Leaders keep their fused provenance.
+    return _raised(lead, rest[0].score if rest else 0.0) + rest
+
+
+def promote_linked(
+    fused: Sequence[Hit], links: Sequence[Hit], *, lead: int, depth: int, limit: int
+) -> list[Hit]:
+    """Move the documents that the first `lead` hits link to up behind them.
+
+    A multi-hop question's second passage rarely resembles the question (it answers the part the
+    first passage leaves open), so vector and graph votes rank it anywhere in the first page or
+    two; the first passage's own link to it is the sharper evidence. `links` are hits whose first
+    path node is the linking chunk (`bridge_links`); only documents among the first `depth`
+    documents after the leaders qualify, at most `limit` of them, in their fused order. On
+    hotpotqa-dev this took Recall@5 from 0.865 to 0.905 with MRR unchanged (README).
+    """
+    if lead <= 0 or limit <= 0 or not links or len(fused) <= lead:
+        return list(fused)
+    leaders = fused[:lead]
+    leader_ids = {h.id for h in leaders}
+    linked: dict[str, GraphPath] = {}
+    for hit in links:
+        for path in hit.paths:
+            if path.nodes and path.nodes[0] in leader_ids:
+                linked.setdefault(hit.doc_id, path)
+    lead_docs = {h.doc_id for h in leaders}
+    seen = set(lead_docs)
+    promoted: list[Hit] = []
+    for h in fused[lead:]:
+        if h.doc_id in seen:
+            continue
+        if len(seen) - len(lead_docs) >= depth or len(promoted) >= limit:
+            break
+        seen.add(h.doc_id)
+        if h.doc_id in linked:
+            promoted.append(
+                replace(
+                    h,
+                    retrievers=(*h.retrievers, LINKS)
+                    if LINKS not in h.retrievers
+                    else h.retrievers,
+                    paths=(*h.paths, linked[h.doc_id])
+                    if linked[h.doc_id] not in h.paths
+                    else h.paths,
+                )
+            )
+    if not promoted:
+        return list(fused)
+    moved = {h.id for h in promoted}
+    rest = [h for h in fused[lead:] if h.id not in moved]
+    head = _raised([*leaders, *promoted], rest[0].score if rest else 0.0)
+    return head + rest
 
 
 class FusionRanker:
@@ -188,9 +244,19 @@ class FusionRanker:
         self.method: FusionMethod = settings.fusion
         self.k = settings.rrf_k
         self.anchor_top = settings.anchor_top
+        self.link_promote = settings.link_promote
+        self.link_depth = settings.link_depth
 
     async def fuse(self, lists: Mapping[str, Sequence[Hit]], plan: object) -> list[Hit]:
         weights = getattr(plan, "weights", None)
-        return anchored_fusion(
-            lists, anchor_top=self.anchor_top, method=self.method, weights=weights, k=self.k
+        voting = {name: hits for name, hits in lists.items() if name != LINKS}
+        fused = anchored_fusion(
+            voting, anchor_top=self.anchor_top, method=self.method, weights=weights, k=self.k
+        )
+        return promote_linked(
+            fused,
+            lists.get(LINKS, ()),
+            lead=self.anchor_top,
+            depth=self.link_depth,
+            limit=self.link_promote,
         )

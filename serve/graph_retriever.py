@@ -4,8 +4,9 @@ protocol.
 Phase 1 (`retrieve`) looks up the entities the query names (exact, alias) and follows
 EXPLAINS/MENTIONS/DEFINES/SOLVES to chunks. Phase 2 (`expand`) starts from the top vector hits and
 runs the query type's profile: neighbours and parents, definitions and usages, error solutions,
-and the multi-hop bridge to documents that explain entities the seeds mention. In a conversation,
-concepts mentioned earlier boost documents that explain them (seed 003).
+and the multi-hop bridge to documents that explain entities the seeds mention; the bridge's first
+hop also comes back as the `bridge-links` list, which fusion reads but does not vote with. In a
+conversation, concepts mentioned earlier boost documents that explain them (seed 003).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Hit
 from rayweave.graph.store import GraphStore
 from rayweave.graph.traversal import GraphTraversal, Seed
+from rayweave.serve.fusion import LINKS
 from rayweave.serve.search import RankedLists, RetrievalQuery
 
 
@@ -47,8 +49,8 @@ class GraphSearch:
 
     async def expand(self, query: RetrievalQuery) -> RankedLists:
         seeds = [Seed.from_hit(h) for h in query.seeds]
-        hits = await asyncio.to_thread(
-            self.traversal.search,
+        hits, links = await asyncio.to_thread(
+            self.traversal.search_with_links,
             query_text="",  # phase 1 already did the query's entities
             seeds=seeds,
             query_type=query.plan.query_type,
@@ -57,7 +59,10 @@ class GraphSearch:
             hits = await asyncio.to_thread(
                 self.traversal.conversation_rerank, hits, query.conversation_id
             )
-        return {"graph-expand": _marked(hits, "graph-expand")}
+        lists = {"graph-expand": _marked(hits, "graph-expand")}
+        if links:
+            lists[LINKS] = _marked(links, LINKS)
+        return lists
 
     async def add_message(
         self,

@@ -28,6 +28,7 @@ from rayweave.graph.traversal import (
     Seed,
     TraversalProfile,
     blend_conversation,
+    bridge_links,
     idf,
     normalize_seeds,
     parse_query_type,
@@ -416,6 +417,45 @@ class TestBridge:
         alone = hotpot.entity_search(question)
         assert [h.doc_id for h in alone][:1] == ["A"]
         assert "B" not in {h.doc_id for h in alone}
+
+    def test_links_are_the_first_hop_of_each_seed(self, hotpot: GraphTraversal) -> None:
+        hits, links = hotpot.search_with_links(
+            query_text="",
+            seeds=[Seed(chunk_id="a0", score=0.9), Seed(chunk_id="x0", score=0.5)],
+            query_type="multi_hop",
+        )
+        pairs = {(lk.paths[0].nodes[0], lk.doc_id) for lk in links}
+        # A links to B (Godey's); B's own link to C is a second hop, not a link of A; X names
+        # "Bauer Media", which no document explains ("Bauer Media Group" does).
+        assert pairs == {("a0", "B")}
+        assert all(lk.paths[0].relationships == ("MENTIONS", "EXPLAINS") for lk in links)
+        assert "C" in {h.doc_id for h in hits}  # the board still goes two hops
+        # A profile without a bridge asks for no links.
+        _, none = hotpot.search_with_links(
+            query_text="", seeds=[Seed(chunk_id="a0")], query_type="what_is"
+        )
+        assert none == []
+
+
+def test_bridge_links_follow_only_each_seeds_rarest_entities() -> None:
+    def row(seed: str, eid: str, df: int, target: str) -> dict[str, object]:
+        return {
+            "seed": seed, "eid": eid, "edf": df, "mw": 1.0, "mc": 1.0, "xc": 1.0,
+            "tid": f"{target}0", "tlabel": "Section", "tdoc": target, "tkey": f"k{target}",
+            "ttext": target, "tchunk": None,
+        }  # fmt: skip
+
+    rows = [row("s", "common", 40, "C"), row("s", "rare", 1, "R"), row("s", "rare", 1, "R")]
+    rows.append(row("t", "common", 40, "C"))
+    links = bridge_links(rows, GraphSettings(max_entities_per_seed=1))
+    # s keeps only its rarest entity; the duplicate row of (s, R) is one link; best first.
+    assert [(lk.paths[0].nodes[0], lk.doc_id) for lk in links] == [("s", "R"), ("t", "C")]
+    both = bridge_links(rows, GraphSettings(max_entities_per_seed=2))
+    assert sorted((lk.paths[0].nodes[0], lk.doc_id) for lk in both) == [
+        ("s", "C"),
+        ("s", "R"),
+        ("t", "C"),
+    ]
 
 
 class TestConversation:

@@ -1,15 +1,20 @@
 from __future__ import annotations
 
+import asyncio
 from typing import ClassVar
 
 import pytest
 
+from rayweave.cluster.settings import RetrievalSettings
 from rayweave.cluster.types import GraphPath, Hit
 from rayweave.serve.fusion import (
+    LINKS,
+    FusionRanker,
     aggregate,
     anchored_fusion,
     cap_per_document,
     fuse,
+    promote_linked,
     reciprocal_rank_fusion,
     weighted_score_fusion,
 )
@@ -100,6 +105,66 @@ class TestAnchoredFusion:
         assert [h.id for h in anchored_fusion(self.LISTS, anchor_top=0)] == plain
         vector = {k: v for k, v in self.LISTS.items() if k in ("dense", "sparse")}
         assert [h.id for h in anchored_fusion(vector, anchor_top=2)] == [h.id for h in fuse(vector)]
+
+
+def link(seed: str, target_doc: str) -> Hit:
+    path = GraphPath(nodes=(seed, "entity", target_doc), relationships=("MENTIONS", "EXPLAINS"))
+    return h(f"{target_doc}-summary", doc=target_doc, paths=(path,))
+
+
+class TestPromoteLinked:
+    # Fused order: leader a (chunks a1, a2), then documents b..g; the leader's chunk a1 links to
+    # e and g, another chunk (c1) links to b.
+    FUSED: ClassVar[list[Hit]] = [
+        h("a1", 0.9, "a"),
+        h("b1", 0.8, "b"),
+        h("a2", 0.7, "a"),
+        h("c1", 0.6, "c"),
+        h("d1", 0.5, "d"),
+        h("e1", 0.4, "e"),
+        h("e2", 0.35, "e"),
+        h("f1", 0.3, "f"),
+        h("g1", 0.2, "g"),
+    ]
+    LINKS: ClassVar[list[Hit]] = [link("a1", "g"), link("c1", "b"), link("a1", "e")]
+
+    def test_the_leaders_partners_move_up_behind_it_in_fused_order(self) -> None:
+        out = promote_linked(self.FUSED, self.LINKS, lead=1, depth=20, limit=3)
+        assert [x.id for x in out] == ["a1", "e1", "g1", "b1", "a2", "c1", "d1", "e2", "f1"]
+        scores = [x.score for x in out]
+        assert scores == sorted(scores, reverse=True)
+        assert out[1].retrievers[-1] == LINKS
+        assert out[1].paths[-1].nodes == ("a1", "entity", "e")
+        assert out[3] == self.FUSED[1]  # not linked from the leader: untouched
+
+    def test_depth_and_limit_bound_what_moves(self) -> None:
+        # e is the 4th document after the leader, g the 6th.
+        shallow = promote_linked(self.FUSED, self.LINKS, lead=1, depth=4, limit=3)
+        assert [x.id for x in shallow][:3] == ["a1", "e1", "b1"]
+        one = promote_linked(self.FUSED, self.LINKS, lead=1, depth=20, limit=1)
+        assert [x.id for x in one][:3] == ["a1", "e1", "b1"]
+        too_shallow = promote_linked(self.FUSED, self.LINKS, lead=1, depth=3, limit=3)
+        assert too_shallow == self.FUSED
+
+    def test_nothing_moves_without_leaders_links_or_room(self) -> None:
+        assert promote_linked(self.FUSED, self.LINKS, lead=0, depth=20, limit=3) == self.FUSED
+        assert promote_linked(self.FUSED, self.LINKS, lead=1, depth=20, limit=0) == self.FUSED
+        assert promote_linked(self.FUSED, [], lead=1, depth=20, limit=3) == self.FUSED
+        assert promote_linked(self.FUSED[:1], self.LINKS, lead=1, depth=20, limit=3) == [
+            self.FUSED[0]
+        ]
+
+    def test_ranker_reads_links_but_never_fuses_them(self) -> None:
+        lists = {
+            "dense": [h("a1", doc="a"), h("b1", doc="b"), h("c1", doc="c")],
+            "graph-expand": [h("b1", doc="b")],
+            LINKS: [link("a1", "c"), link("a1", "z")],
+        }
+        ranker = FusionRanker(RetrievalSettings())
+        out = asyncio.run(ranker.fuse(lists, plan=None))
+        assert [x.id for x in out] == ["a1", "c1", "b1"]  # z is linked but no retriever found it
+        off = FusionRanker(RetrievalSettings(link_promote=0))
+        assert [x.id for x in asyncio.run(off.fuse(lists, plan=None))] == ["a1", "b1", "c1"]
 
 
 def test_cap_per_document_moves_a_documents_extra_hits_below_the_others() -> None:
