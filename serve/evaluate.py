@@ -125,10 +125,9 @@ class EvalReport:
     paired: dict[str, dict[str, tuple[float, float, float]]]
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        for r in data["results"]:
-            r.pop("per_query")
-        return data
+        """Everything, per-query scores included: they are what a paired comparison of two
+        reports (or of two non-default profiles) needs."""
+        return asdict(self)
 
 
 def slug(name: str) -> str:

@@ -1,8 +1,13 @@
-"""Pure parts of the evaluation harness (the full run is exercised by `rayweave eval`)."""
+"""The evaluation harness: its pure parts, and one whole run over a tiny BEIR folder."""
 
 from __future__ import annotations
 
+import io
+import json
+from pathlib import Path
+
 import pytest
+from rich.console import Console
 
 from rayweave.cluster.beir import BeirDataset, BeirDocument
 from rayweave.cluster.settings import Settings
@@ -14,6 +19,7 @@ from rayweave.serve.evaluate import (
     first_queries,
     paired_difference,
     per_query_scores,
+    run_eval,
     slug,
     variants,
 )
@@ -78,3 +84,63 @@ def test_first_queries_keeps_judged_queries_in_file_order_and_the_whole_corpus()
     assert first_queries(data, None) is data
     with pytest.raises(ValueError, match="max_queries"):
         first_queries(data, 0)
+
+
+HOTPOT_LIKE = [
+    ("d1", "Arthur's Magazine", "Arthur's Magazine was an American literary periodical "
+     "published in Philadelphia. In 1846 it was merged into Godey's Lady's Book."),
+    ("d2", "Godey's Lady's Book", "Godey's Lady's Book was a women's magazine published in "
+     "Philadelphia by Louis A. Godey from 1830 to 1878."),
+    ("d3", "First for Women", "First for Women is a women's magazine published by Bauer Media "
+     "Group in the USA."),
+    ("d4", "Bauer Media Group", "Bauer Media Group is a German media company based in Hamburg."),
+    ("d5", "Hamburg", "Hamburg is the second-largest city in Germany, on the river Elbe."),
+    ("d6", "Elbe", "The Elbe is one of the major rivers of Central Europe."),
+]  # fmt: skip
+QUERIES = {
+    "q1": ("Which magazine was Arthur's Magazine merged into?", {"d1": 1, "d2": 1}),
+    "q2": ("In which city is the publisher of First for Women based?", {"d3": 1, "d4": 1}),
+    "q3": ("Which river flows through Hamburg?", {"d5": 1, "d6": 1}),
+}
+
+
+@pytest.mark.integration
+def test_run_eval_ingests_scores_and_reports_per_query(
+    ray_stack: Settings, graph_connection: object, tmp_path: Path
+) -> None:
+    folder = tmp_path / "tiny-beir"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "title": t, "text": x}) + "\n" for i, t, x in HOTPOT_LIKE)
+    )
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, (t, _) in QUERIES.items())
+    )
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n"
+        + "".join(f"{q}\t{d}\t{r}\n" for q, (_, rel) in QUERIES.items() for d, r in rel.items())
+    )
+    report_path = tmp_path / "report.json"
+
+    report = run_eval(
+        ray_stack,
+        folder,
+        profiles=["dense", "hybrid+graph"],
+        fresh=True,
+        report_path=report_path,
+        console=Console(file=io.StringIO()),
+    )
+
+    assert report.collection == "eval-tiny-beir"
+    assert report.queries == 3
+    assert [r.name for r in report.results] == ["dense", "hybrid+graph"]
+    for result in report.results:
+        assert set(result.per_query) == set(QUERIES)
+        # Six documents, two relevant per query: everything relevant is in the first five.
+        assert result.scores["recall@5"] == 1.0
+        assert all(0.0 <= v <= 1.0 for v in result.scores.values())
+        # The title-named passage answers first.
+        assert result.per_query["q1"]["mrr@10"] == 1.0
+    saved = json.loads(report_path.read_text())
+    assert saved["results"][1]["per_query"]["q1"]["recall@5"] == 1.0
+    assert set(saved["results"][0]["scores"]) == set(report.results[0].scores)
