@@ -363,8 +363,15 @@ def evaluate(
         int | None,
         typer.Option(min=1, help="Score only the first N judged queries (default: all)."),
     ] = None,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh",
+            help="Drop the set's namespace and ingest it again (default: skip unchanged).",
+        ),
+    ] = False,
 ) -> None:
-    """Ingest a BEIR set into a fresh namespace and score retrieval (nDCG, MRR, Recall, ...)."""
+    """Ingest a BEIR set into its own namespace and score retrieval (nDCG, MRR, Recall, ...)."""
     from rayweave.serve.evaluate import run_eval
 
     settings = _run(lambda: _settings(config))
@@ -375,6 +382,7 @@ def evaluate(
             profiles=profile or [],
             ablation=ablation,
             max_queries=max_queries,
+            fresh=fresh,
             report_path=report,
             console=out,
         )

@@ -60,6 +60,7 @@ def test_help_explains_every_command(cli_env: dict[str, str]) -> None:
         sub = rayweave(cli_env, command, "--help")
         assert sub.returncode == 0, sub.stderr
         assert len(sub.stdout.splitlines()) > 3
+    assert "--fresh" in rayweave(cli_env, "eval", "--help").stdout
 
 
 def test_bad_input_exits_2_with_the_problem(cli_env: dict[str, str], tmp_path: Path) -> None:
