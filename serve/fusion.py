@@ -218,17 +218,9 @@ def promote_linked(
             break
         seen.add(h.doc_id)
         if h.doc_id in linked:
-            promoted.append(
-                replace(
-                    h,
-                    retrievers=(*h.retrievers, LINKS)
-                    if LINKS not in h.retrievers
-                    else h.retrievers,
-                    paths=(*h.paths, linked[h.doc_id])
-                    if linked[h.doc_id] not in h.paths
-                    else h.paths,
-                )
-            )
+            retrievers = tuple(dict.fromkeys((*h.retrievers, LINKS)))
+            paths = tuple(dict.fromkeys((*h.paths, linked[h.doc_id])))
+            promoted.append(replace(h, retrievers=retrievers, paths=paths))
     if not promoted:
         return list(fused)
     moved = {h.id for h in promoted}

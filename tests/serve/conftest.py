@@ -17,7 +17,7 @@ def sample_settings(ray_stack: Settings, graph_connection: object) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def _sample_ingested(sample_settings: Settings) -> Iterator[Settings]:
+def sample_ingested(sample_settings: Settings) -> Iterator[Settings]:
     from rayweave.ingest.pipeline import run_ingest
     from rayweave.serve.app import shutdown
 
@@ -26,16 +26,10 @@ def _sample_ingested(sample_settings: Settings) -> Iterator[Settings]:
     shutdown(sample_settings)
 
 
-@pytest.fixture(scope="session")
-def sample_ingested(_sample_ingested: Settings) -> Settings:
-    """Settings naming the ingested sample collection (for tests that skip the HTTP app)."""
-    return _sample_ingested
-
-
 @pytest.fixture
-def app_url(_sample_ingested: Settings) -> str:
+def app_url(sample_ingested: Settings) -> str:
     """Deployed for each test that asks: the serve bench test removes the app when it is done,
     and redeploying a running app with the same config changes nothing."""
     from rayweave.serve.app import deploy
 
-    return deploy(_sample_ingested)
+    return deploy(sample_ingested)
