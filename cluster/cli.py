@@ -199,6 +199,8 @@ def query(
         where = hit["source"] + (
             "\n" + " > ".join(hit["section_path"]) if hit["section_path"] else ""
         )
+        if hit.get("duplicates"):
+            where += f"\n(+{len(hit['duplicates'])} identical elsewhere)"
         snippet = hit["text"].strip().replace("\n", " ")
         table.add_row(
             str(i),

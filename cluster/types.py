@@ -236,6 +236,8 @@ class Hit(_Row):
     section_path: tuple[str, ...] = ()
     retrievers: tuple[str, ...] = ()
     paths: tuple[GraphPath, ...] = ()
+    # Sources of identical passages folded into this hit (`serve.fusion.collapse_duplicates`).
+    duplicates: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

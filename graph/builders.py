@@ -444,8 +444,13 @@ def build_graph(
     known: Mapping[str, Sequence[str]] | None = None,
     extractions: Mapping[str, Extraction] | None = None,
     settings: GraphSettings | None = None,
+    cooccurrence: bool = True,
 ) -> GraphBatch:
     """Entities, topics and every inferred edge for `chunks` (see module docstring).
+
+    `cooccurrence=False` leaves out RELATED_TO by co-occurrence: a corpus statistic that
+    `graph.indexing.rebuild_corpus_edges` replaces after ingest, so per-batch counts are wasted
+    writes (the costliest MERGE of an ingest batch).
 
     `mentions` maps chunk ids to an extractor's entities (their ids are provisional and ignored);
     `known` is `GraphStore.gazetteer()` for incremental builds; `extractions` is the optional LLM
@@ -690,24 +695,17 @@ def build_graph(
                         props={"predicate": st.predicate},
                     )
 
-    # 7. RELATED_TO by co-occurrence, and topics from keywords.
-    entity_edges = [
-        e
-        for e in acc.rows.values()
-        if e.dst.label is NodeLabel.ENTITY and e.src.label is not NodeLabel.ENTITY
-    ]
-    for edge in related_edges(_unit_entities(entity_edges, units), cfg):
-        acc.add(
-            edge.rel,
-            edge.src,
-            edge.dst,
-            confidence=edge.confidence,
-            source=edge.source,
-            weight=edge.weight,
-            count=edge.count,
-        )
+    # 7. RELATED_TO by co-occurrence (unless left to the corpus pass), topics from keywords.
+    related: list[EdgeRow] = []
+    if cooccurrence:
+        entity_edges = [
+            e
+            for e in acc.rows.values()
+            if e.dst.label is NodeLabel.ENTITY and e.src.label is not NodeLabel.ENTITY
+        ]
+        related = related_edges(_unit_entities(entity_edges, units), cfg)
     topics, belongs = topic_rows(chunks, cfg)
-    for e in belongs:
+    for e in (*related, *belongs):
         acc.add(
             e.rel,
             e.src,

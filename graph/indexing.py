@@ -4,9 +4,9 @@
 and structure, then the builders' entities and edges, linking to entities earlier batches
 stored (their aliases are the gazetteer). Corpus-level evidence cannot be complete batch by
 batch: a title ingested later is not in an earlier batch's gazetteer, and co-occurrence
-statistics need every unit. `rebuild_corpus_edges` closes that gap after ingest: it rebuilds
-from every stored chunk and merges the result (edges only ever strengthen; RELATED_TO and
-topics, being corpus statistics, are replaced).
+statistics need every unit, so batches write none. `rebuild_corpus_edges` closes that gap after
+ingest: it rebuilds from every stored chunk and merges the result (edges only ever strengthen;
+co-occurrence RELATED_TO and topics, being corpus statistics, are replaced).
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ def index_batch(
     gazetteer: Mapping[str, Sequence[str]] | None = None,
 ) -> IndexReport:
     """Write one ingest batch. `gazetteer` defaults to `store.gazetteer()` (pass a cached one to
-    save that read on large namespaces)."""
+    save that read on large namespaces). Co-occurrence RELATED_TO edges are left to
+    `rebuild_corpus_edges`, which replaces them anyway."""
     docs = store.write_documents(documents) if documents else 0
     written = store.write_chunks(chunks) if chunks else 0
     known = store.gazetteer() if gazetteer is None else gazetteer
@@ -48,6 +49,7 @@ def index_batch(
         known=known,
         extractions=extractions,
         settings=store.settings,
+        cooccurrence=False,
     )
     return IndexReport(documents=docs, chunks=written, graph=store.write_batch(batch))
 

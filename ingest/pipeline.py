@@ -1,9 +1,12 @@
 """The ingest pipeline: read -> chunk -> embed (dense, sparse, image) -> entities -> write.
 
-Each stage is a Ray Data operator, so a corpus is sharded across actors and nodes; model stages
-are actor pools sized by `IngestSettings`, loading their model once per actor. Fractional CPU
-requests are scaled to the cluster so that the pools and the read tasks always fit together
-(on a 2-core machine whole-CPU actors starve the readers and the pipeline stalls).
+Each stage is a Ray Data callable, so a corpus is sharded across actors and nodes. In the staged
+layout every model stage is its own actor pool sized by `IngestSettings` (GPU stages scale apart
+from CPU ones); in the fused layout, the default without GPUs, each actor runs the same stage
+objects in sequence on its batches: on a few cores, pools contending for the same CPUs and
+batches pickled between them cost more than they overlap. Models load once per actor either way.
+Fractional CPU requests are scaled to the cluster so that the actors and the read tasks always
+fit together (on a 2-core machine whole-CPU actors starve the readers and the pipeline stalls).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -31,6 +34,7 @@ class StageResources:
     model: float
     task: float
     gpus: float
+    fused: float
 
 
 PLAIN_PROGRESS_S = 15.0
@@ -50,8 +54,20 @@ def plan_resources(settings: Settings, cluster_cpus: float) -> StageResources:
     budget = 0.9 * cluster_cpus
     scale = min(1.0, budget / wanted) if wanted > 0 else 1.0
     return StageResources(
-        light=light * scale, model=model * scale, task=task * scale, gpus=ing.actor_gpus
+        light=light * scale,
+        model=model * scale,
+        task=task * scale,
+        gpus=ing.actor_gpus,
+        fused=max(0.1, (budget - task * scale) / ing.fused_actors),
     )
+
+
+def resolve_layout(settings: Settings) -> Literal["staged", "fused"]:
+    """`ingest.layout` with 'auto' decided: stage pools pay off when GPUs take the model stages."""
+    layout = settings.ingest.layout
+    if layout == "auto":
+        return "staged" if settings.ingest.actor_gpus > 0 else "fused"
+    return layout
 
 
 def discover(paths: Sequence[Path], settings: Settings, summary: IngestSummary) -> list[Path]:
@@ -158,46 +174,65 @@ def run_ingest(
         ds = ds.map_batches(
             stages.load_files, fn_kwargs={"settings": settings}, batch_size=8, num_cpus=res.task
         )
-    ds = ds.map_batches(
-        stages.ChunkDocuments,
-        fn_constructor_kwargs={"settings": settings, "existing": existing},
-        compute=ActorPoolStrategy(size=1),
-        num_cpus=res.light,
-        batch_size=ing.batch_size,
-    )
-    ds = ds.map_batches(
-        stages.EmbedDense,
-        fn_constructor_kwargs={"settings": settings},
-        compute=ActorPoolStrategy(size=ing.dense_actors),
-        **model_opts,
-    )
-    ds = ds.map_batches(
-        stages.EmbedSparse,
-        fn_constructor_kwargs={"settings": settings},
-        compute=ActorPoolStrategy(size=ing.sparse_actors),
-        **model_opts,
-    )
-    if settings.models.clip:
+    if resolve_layout(settings) == "fused":
+        # Every stage in each actor, with all the CPUs it holds (Ray gives a fractional actor
+        # one thread unless told otherwise).
+        threads = settings.models.num_threads or max(1, round(res.fused))
+        fused = settings.model_copy(
+            update={"models": settings.models.model_copy(update={"num_threads": threads})}
+        )
         ds = ds.map_batches(
-            stages.EmbedImages,
-            fn_constructor_kwargs={"settings": settings},
+            stages.IngestBatches,
+            fn_constructor_kwargs={
+                "settings": fused,
+                "existing": existing,
+                "collection": collection,
+            },
+            compute=ActorPoolStrategy(size=ing.fused_actors),
+            num_cpus=res.fused,
+            batch_size=ing.batch_size,
+        )
+    else:
+        ds = ds.map_batches(
+            stages.ChunkDocuments,
+            fn_constructor_kwargs={"settings": settings, "existing": existing},
             compute=ActorPoolStrategy(size=1),
+            num_cpus=res.light,
+            batch_size=ing.batch_size,
+        )
+        ds = ds.map_batches(
+            stages.EmbedDense,
+            fn_constructor_kwargs={"settings": settings},
+            compute=ActorPoolStrategy(size=ing.dense_actors),
             **model_opts,
         )
-    ds = ds.map_batches(
-        stages.ExtractEntities,
-        fn_constructor_kwargs={"settings": settings},
-        compute=ActorPoolStrategy(size=ing.entity_actors),
-        num_cpus=res.model,
-        batch_size=ing.batch_size,
-    )
-    ds = ds.map_batches(
-        stages.WriteStores,
-        fn_constructor_kwargs={"settings": settings, "collection": collection},
-        compute=ActorPoolStrategy(size=1),
-        num_cpus=res.light,
-        batch_size=ing.batch_size,
-    )
+        ds = ds.map_batches(
+            stages.EmbedSparse,
+            fn_constructor_kwargs={"settings": settings},
+            compute=ActorPoolStrategy(size=ing.sparse_actors),
+            **model_opts,
+        )
+        if settings.models.clip:
+            ds = ds.map_batches(
+                stages.EmbedImages,
+                fn_constructor_kwargs={"settings": settings},
+                compute=ActorPoolStrategy(size=1),
+                **model_opts,
+            )
+        ds = ds.map_batches(
+            stages.ExtractEntities,
+            fn_constructor_kwargs={"settings": settings},
+            compute=ActorPoolStrategy(size=ing.entity_actors),
+            num_cpus=res.model,
+            batch_size=ing.batch_size,
+        )
+        ds = ds.map_batches(
+            stages.WriteStores,
+            fn_constructor_kwargs={"settings": settings, "collection": collection},
+            compute=ActorPoolStrategy(size=1),
+            num_cpus=res.light,
+            batch_size=ing.batch_size,
+        )
 
     progress = Progress(
         TextColumn("[bold]ingest[/bold] {task.description}"),

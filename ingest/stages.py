@@ -8,7 +8,7 @@ in `__init__`; Ray Data passes settings through `fn_constructor_kwargs`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -263,3 +263,27 @@ class WriteStores:
         writer = getattr(self, "writer", None)
         if writer is not None:
             writer.close()
+
+
+class IngestBatches:
+    """The fused layout: every stage object in one actor, applied in order to each batch.
+
+    On a CPU-only machine the staged pools share the same cores and each hand-off pickles the
+    batch through the object store; here a batch stays in one process and the models run with
+    every CPU the actor holds. The stage classes are the same ones the staged layout uses.
+    """
+
+    def __init__(self, settings: Settings, existing: dict[str, str], collection: str) -> None:
+        self.steps: list[Callable[[Batch], Batch]] = [
+            ChunkDocuments(settings, existing),
+            EmbedDense(settings),
+            EmbedSparse(settings),
+        ]
+        if settings.models.clip:
+            self.steps.append(EmbedImages(settings))
+        self.steps += [ExtractEntities(settings), WriteStores(settings, collection)]
+
+    def __call__(self, batch: Batch) -> Batch:
+        for step in self.steps:
+            batch = step(batch)
+        return batch

@@ -146,6 +146,28 @@ def cap_per_document(hits: Sequence[Hit], *, max_per_document: int) -> list[Hit]
     return out
 
 
+def collapse_duplicates(hits: Sequence[Hit]) -> list[Hit]:
+    """Fold hits whose level and text (whitespace aside) equal an earlier hit's into it.
+
+    Copies of one passage in several documents (a vendored file, the same corpus ingested from
+    two checkouts) would otherwise fill the page with one answer; the kept, best-ranked hit
+    names the copies' sources so nothing is hidden. Order and scores are kept.
+    """
+    kept: dict[tuple[str, str], int] = {}
+    out: list[Hit] = []
+    for h in hits:
+        key = (h.level.value, " ".join(h.text.split()))
+        i = kept.get(key)
+        if i is None:
+            kept[key] = len(out)
+            out.append(h)
+        elif h.doc_id != out[i].doc_id:
+            first = out[i]
+            copies = (*first.duplicates, h.source or h.doc_id, *h.duplicates)
+            out[i] = replace(first, duplicates=tuple(dict.fromkeys(copies)))
+    return out
+
+
 VECTOR_LISTS = frozenset({"dense", "sparse", "hierarchical"})
 # The graph's first bridge hop from each seed: read by `promote_linked`, never fused as a vote.
 LINKS = "bridge-links"

@@ -79,6 +79,7 @@ def make_plan(
         top_k=top_k,
         candidates=max(settings.candidates, top_k),
         max_per_document=settings.max_per_document,
+        collapse_duplicates=settings.collapse_duplicates,
     )
 
 

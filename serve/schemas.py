@@ -88,6 +88,11 @@ class ResultItem(_Model):
     section_path: list[str]
     retrievers: list[str]
     paths: list[PathModel]
+    duplicates: list[str] = Field(
+        default_factory=list,
+        description="Sources of passages identical to this one, folded into it (same text, "
+        "another document: a copied file, a second checkout).",
+    )
 
     @classmethod
     def of(cls, hit: Hit) -> ResultItem:
@@ -102,6 +107,7 @@ class ResultItem(_Model):
             section_path=list(hit.section_path),
             retrievers=list(hit.retrievers),
             paths=[PathModel.of(p) for p in hit.paths],
+            duplicates=list(hit.duplicates),
         )
 
 

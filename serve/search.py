@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from rayweave.cluster.types import Hit
-from rayweave.serve.fusion import cap_per_document
+from rayweave.serve.fusion import cap_per_document, collapse_duplicates
 from rayweave.serve.schemas import ContentScope, Profile, QueryType
 
 
@@ -47,6 +47,7 @@ class RetrievalPlan:
     top_k: int = 10
     candidates: int = 50
     max_per_document: int = 0
+    collapse_duplicates: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -212,6 +213,8 @@ class SearchPipeline:
             except Exception:
                 degraded.append("refiner")
             timings["refine"] = _ms(t)
+        if plan.collapse_duplicates:
+            hits = collapse_duplicates(hits)
         hits = cap_per_document(hits, max_per_document=plan.max_per_document)
         timings["total"] = _ms(started)
         return SearchOutcome(

@@ -98,3 +98,23 @@ def test_stored_chunks_round_trip(graph_store: GraphStore) -> None:
     assert got["s1"].references == ("x.md",)
     assert got["s1"].content_type is ContentType.CODE
     assert {c.id for c in graph_store.chunks(doc_ids=["nope"])} == set()
+
+
+def test_cooccurrence_is_written_by_the_corpus_pass_not_per_batch(graph_store: GraphStore) -> None:
+    from rayweave.cluster.types import Entity
+
+    chunks = [
+        sec(f"s{i}", f"D{i}", "Ray Serve routes HTTP through Starlette.", f"Doc {i}")
+        for i in range(3)
+    ] + [sec(f"o{i}", f"O{i}", f"Unrelated text number {i}.", f"Other {i}") for i in range(5)]
+    both = [Entity(id="", name="Ray Serve"), Entity(id="", name="Starlette")]
+    index_batch(
+        graph_store,
+        chunks,
+        documents=[doc(c.doc_id, c.title) for c in chunks],
+        mentions={f"s{i}": both for i in range(3)},
+    )
+    assert graph_store.counts().rel(RelType.MENTIONS) > 0
+    assert graph_store.counts().rel(RelType.RELATED_TO) == 0
+    rebuild_corpus_edges(graph_store)
+    assert graph_store.counts().rel(RelType.RELATED_TO) == 1

@@ -14,7 +14,7 @@ import pytest
 from rayweave.cluster.errors import SourceError
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Level
-from rayweave.ingest.pipeline import delete_documents, plan_resources, run_ingest
+from rayweave.ingest.pipeline import delete_documents, plan_resources, resolve_layout, run_ingest
 from rayweave.ingest.writers import DocumentWriter, visible_document_hashes
 
 pytestmark = pytest.mark.integration
@@ -51,6 +51,18 @@ class TestPlanResources:
         res = plan_resources(Settings(ingest={"actor_cpus": 0.5}), 64.0)
         assert res.model == 0.5
 
+    def test_fused_actors_share_what_the_read_task_leaves(self) -> None:
+        res = plan_resources(Settings(), 2.0)
+        assert res.fused + res.task == pytest.approx(0.9 * 2.0)
+        two = plan_resources(Settings(ingest={"fused_actors": 2}), 2.0)
+        assert two.fused == pytest.approx(res.fused / 2)
+
+    def test_auto_layout_fuses_unless_gpus_are_asked_for(self) -> None:
+        assert resolve_layout(Settings()) == "fused"
+        assert resolve_layout(Settings(ingest={"actor_gpus": 1})) == "staged"
+        assert resolve_layout(Settings(ingest={"layout": "staged"})) == "staged"
+        assert resolve_layout(Settings(ingest={"layout": "fused", "actor_gpus": 1})) == "fused"
+
 
 class TestIngest:
     def test_sample_corpus_lands_in_both_stores(
@@ -82,6 +94,33 @@ class TestIngest:
             assert counts.relationships.get("MENTIONS", 0) > 0
         finally:
             writer.close()
+
+    def test_staged_and_fused_layouts_store_the_same_corpus(
+        self, ray_stack: Settings, graph_connection: object, tmp_path: Path
+    ) -> None:
+        corpus = _small_corpus(tmp_path)
+        stored = {}
+        for layout in ("staged", "fused"):
+            settings = ray_stack.model_copy(
+                update={"ingest": ray_stack.ingest.model_copy(update={"layout": layout})}
+            )
+            collection = _collection()
+            summary = run_ingest(settings, [corpus], collection=collection)
+            writer = _writer(settings, collection)
+            try:
+                points = writer.vectors.scroll(filter={"visible": True}, limit=10_000)[0]
+                assert writer.graph is not None
+                counts = writer.graph.counts()
+            finally:
+                writer.close()
+            stored[layout] = (
+                summary.documents_inserted,
+                sorted(str(p.payload["chunk_id"]) for p in points),
+                counts.nodes,
+                counts.relationships,
+            )
+        assert stored["staged"][0] == 3
+        assert stored["staged"] == stored["fused"]
 
     def test_reingest_is_idempotent_and_changes_replace_old_chunks(
         self, ray_stack: Settings, graph_connection: object, tmp_path: Path

@@ -13,6 +13,7 @@ from rayweave.serve.fusion import (
     aggregate,
     anchored_fusion,
     cap_per_document,
+    collapse_duplicates,
     fuse,
     promote_linked,
     reciprocal_rank_fusion,
@@ -173,3 +174,27 @@ def test_cap_per_document_moves_a_documents_extra_hits_below_the_others() -> Non
     assert [x.id for x in out] == ["a1", "a2", "b1", "a3"]
     assert [x.score for x in out] == [0.9, 0.8, 0.6, 0.6]
     assert [x.id for x in cap_per_document(hits, max_per_document=0)] == ["a1", "a2", "a3", "b1"]
+
+
+def test_collapse_duplicates_folds_copies_from_other_documents_into_the_best_hit() -> None:
+    text = "Set RAYWEAVE_HOME to move the store."
+    hits = [
+        Hit(id="a1", doc_id="a", text=text, score=0.9, source="/one/docs/a.md"),
+        Hit(id="b1", doc_id="b", text="Another passage.", score=0.8, source="/one/docs/b.md"),
+        Hit(id="c1", doc_id="c", text=f"  {text}\n", score=0.7, source="/two/docs/a.md"),
+        Hit(id="d1", doc_id="d", text=text, score=0.6, source="/three/docs/a.md"),
+        Hit(id="e1", doc_id="e", text=text, score=0.5, level="section", source="/x/e.md"),
+    ]
+    out = collapse_duplicates(hits)
+    assert [x.id for x in out] == ["a1", "b1", "e1"]  # another level is another passage
+    assert out[0].duplicates == ("/two/docs/a.md", "/three/docs/a.md")
+    assert [x.score for x in out] == [0.9, 0.8, 0.5]
+    assert [x.duplicates for x in out[1:]] == [(), ()]
+
+
+def test_collapse_duplicates_keeps_repeats_within_one_document_unlisted() -> None:
+    # The same id twice (two lists) or one document repeating a line are not copies elsewhere.
+    hits = [h("a1", 0.9, "a"), Hit(id="a2", doc_id="a", text="a1", score=0.8), h("b1", 0.7, "b")]
+    out = collapse_duplicates(hits)
+    assert [x.id for x in out] == ["a1", "b1"]
+    assert out[0].duplicates == ()
