@@ -124,7 +124,11 @@ def ingest(
 @app.command()
 def delete(
     targets: Annotated[
-        list[str], typer.Argument(help="Paths or document ids to remove.", show_default=False)
+        list[str],
+        typer.Argument(
+            help="Files, folders (also ones gone from disk) or document ids to remove.",
+            show_default=False,
+        ),
     ],
     config: ConfigOpt = None,
     collection: CollectionOpt = None,

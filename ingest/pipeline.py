@@ -12,6 +12,7 @@ fit together (on a 2-core machine whole-CPU actors starve the readers and the pi
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -292,20 +293,23 @@ def finalize(settings: Settings, collection: str) -> tuple[int, int]:
 def delete_documents(
     settings: Settings, targets: Sequence[str], *, collection: str | None = None
 ) -> int:
-    """Remove documents named by path or id from both stores."""
+    """Remove documents named by path, folder or id from both stores (paths may be gone from
+    disk already; a folder takes every document stored from inside it)."""
     from rayweave.cluster.runtime import connect
     from rayweave.ingest.readers import document_id_for
-    from rayweave.ingest.writers import DocumentWriter
+    from rayweave.ingest.writers import DocumentWriter, document_ids_under
 
     if not targets:
         raise SourceError("name at least one path or document id to delete")
     connect(settings)
-    # A target may be a path (present or already removed from disk) or a document id: try both.
-    ids = sorted({t for t in targets} | {document_id_for(Path(t)) for t in targets})
     writer = DocumentWriter.open(
         settings, collection=collection or settings.qdrant.collection, shared=True
     )
     try:
-        return writer.delete(ids)
+        # A target may be a file path, a folder or a document id: try all three.
+        ids = {t for t in targets} | {document_id_for(Path(t)) for t in targets}
+        folders = [os.path.realpath(t) for t in targets if not Path(t).is_file()]
+        ids.update(document_ids_under(writer.vectors, folders))
+        return writer.delete(sorted(ids))
     finally:
         writer.close()

@@ -15,6 +15,7 @@ redoes the document because its visible hash is not the new one. Retrievers filt
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -60,6 +61,30 @@ def visible_document_hashes(store: VectorStore) -> dict[str, str]:
                 return hashes
     except NotFoundError:  # a new collection: nothing ingested yet
         return {}
+
+
+def document_ids_under(store: VectorStore, folders: Sequence[str]) -> list[str]:
+    """Ids of the stored documents whose source lies inside one of `folders` (resolved paths): a
+    folder, or a checkout already removed from disk, is deleted by its documents' sources."""
+    prefixes = tuple(f.rstrip(os.sep) + os.sep for f in folders)
+    found: list[str] = []
+    if not prefixes:
+        return found
+    offset: str | None = None
+    try:
+        while True:
+            points, offset = store.scroll(
+                filter={"level": Level.DOCUMENT.value}, limit=1024, offset=offset
+            )
+            found += [
+                str(p.payload["doc_id"])
+                for p in points
+                if str(p.payload.get("source", "")).startswith(prefixes)
+            ]
+            if offset is None:
+                return found
+    except NotFoundError:
+        return []
 
 
 def _stored_points(store: VectorStore, doc_ids: Sequence[str]) -> dict[str, str]:

@@ -174,6 +174,25 @@ class TestIngest:
         finally:
             writer.close()
 
+    def test_delete_of_a_folder_gone_from_disk_removes_what_was_stored_from_it(
+        self, ray_stack: Settings, graph_connection: object, tmp_path: Path
+    ) -> None:
+        corpus = _small_corpus(tmp_path)
+        (corpus / "docs-extra").mkdir()  # a sibling whose name starts like the folder: kept
+        shutil.copy(corpus / "docs/troubleshooting.md", corpus / "docs-extra/notes.md")
+        collection = _collection()
+        run_ingest(ray_stack, [corpus], collection=collection)
+        shutil.rmtree(corpus / "docs")
+        assert delete_documents(ray_stack, [str(corpus / "docs")], collection=collection) == 2
+        writer = _writer(ray_stack, collection)
+        try:
+            sources = {Path(p.payload["source"]) for p in writer.vectors.scroll(limit=10_000)[0]}
+            assert {s.name for s in sources} == {"retry.py", "notes.md"}
+            assert writer.graph is not None
+            assert writer.graph.counts().nodes["Document"] == 2
+        finally:
+            writer.close()
+
     def test_bad_files_are_reported_and_the_rest_lands(
         self, ray_stack: Settings, graph_connection: object, tmp_path: Path
     ) -> None:
