@@ -266,6 +266,10 @@ def run_eval(
         search.close()
     if any(v.bm25 for v in chosen):
         bm25_settings = _with_sparse_bm25(settings)
+        console.print(
+            f"the bm25 profile reads its own namespace {collection}-bm25 (models.sparse_kind="
+            "bm25): ingesting what it lacks (the whole corpus the first time)"
+        )
         _ingest(bm25_settings, dataset, f"{collection}-bm25", fresh=fresh, console=console)
         bm25_search = LocalSearch(bm25_settings, collection=f"{collection}-bm25")
         try:
