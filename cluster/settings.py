@@ -393,8 +393,8 @@ class RetrievalSettings(_Group):
     )
     collapse_duplicates: bool = Field(
         default=True,
-        description="Fold hits with the same level and text as a better hit into it, listing "
-        "their sources in `duplicates`: copies of one passage fill no extra result slots.",
+        description="Fold hits with the same text as a better hit into it (any level), listing "
+        "other documents' copies in `duplicates`: one passage fills one result slot.",
     )
     anchor_top: int = Field(
         default=1,

@@ -147,16 +147,18 @@ def cap_per_document(hits: Sequence[Hit], *, max_per_document: int) -> list[Hit]
 
 
 def collapse_duplicates(hits: Sequence[Hit]) -> list[Hit]:
-    """Fold hits whose level and text (whitespace aside) equal an earlier hit's into it.
+    """Fold hits whose text (whitespace aside) equals an earlier hit's into it.
 
     Copies of one passage in several documents (a vendored file, the same corpus ingested from
     two checkouts) would otherwise fill the page with one answer; the kept, best-ranked hit
-    names the copies' sources so nothing is hidden. Order and scores are kept.
+    names the copies' sources so nothing is hidden. The level does not matter: a function that
+    is both a section and its only proposition says the same thing twice. Order and scores are
+    kept.
     """
-    kept: dict[tuple[str, str], int] = {}
+    kept: dict[str, int] = {}
     out: list[Hit] = []
     for h in hits:
-        key = (h.level.value, " ".join(h.text.split()))
+        key = " ".join(h.text.split())
         i = kept.get(key)
         if i is None:
             kept[key] = len(out)

@@ -183,18 +183,23 @@ def test_collapse_duplicates_folds_copies_from_other_documents_into_the_best_hit
         Hit(id="b1", doc_id="b", text="Another passage.", score=0.8, source="/one/docs/b.md"),
         Hit(id="c1", doc_id="c", text=f"  {text}\n", score=0.7, source="/two/docs/a.md"),
         Hit(id="d1", doc_id="d", text=text, score=0.6, source="/three/docs/a.md"),
-        Hit(id="e1", doc_id="e", text=text, score=0.5, level="section", source="/x/e.md"),
+        Hit(id="e1", doc_id="e", text="Elsewhere.", score=0.5, source="/x/e.md"),
     ]
     out = collapse_duplicates(hits)
-    assert [x.id for x in out] == ["a1", "b1", "e1"]  # another level is another passage
+    assert [x.id for x in out] == ["a1", "b1", "e1"]
     assert out[0].duplicates == ("/two/docs/a.md", "/three/docs/a.md")
     assert [x.score for x in out] == [0.9, 0.8, 0.5]
     assert [x.duplicates for x in out[1:]] == [(), ()]
 
 
 def test_collapse_duplicates_keeps_repeats_within_one_document_unlisted() -> None:
-    # The same id twice (two lists) or one document repeating a line are not copies elsewhere.
-    hits = [h("a1", 0.9, "a"), Hit(id="a2", doc_id="a", text="a1", score=0.8), h("b1", 0.7, "b")]
+    # A section whose only proposition repeats it, or one document repeating a line: one slot,
+    # and no copy elsewhere to name.
+    hits = [
+        h("a1", 0.9, "a"),
+        Hit(id="a2", doc_id="a", text="a1", score=0.8, level="section"),
+        h("b1", 0.7, "b"),
+    ]
     out = collapse_duplicates(hits)
     assert [x.id for x in out] == ["a1", "b1"]
     assert out[0].duplicates == ()
