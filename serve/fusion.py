@@ -159,9 +159,9 @@ def collapse_duplicates(hits: Sequence[Hit]) -> list[Hit]:
     out: list[Hit] = []
     for h in hits:
         key = " ".join(h.text.split())
-        i = kept.get(key)
+        i = kept.get(key) if key else None  # textless hits (images) are not copies of each other
         if i is None:
-            kept[key] = len(out)
+            kept.setdefault(key, len(out))
             out.append(h)
         elif h.doc_id != out[i].doc_id:
             first = out[i]

@@ -203,3 +203,5 @@ def test_collapse_duplicates_keeps_repeats_within_one_document_unlisted() -> Non
     out = collapse_duplicates(hits)
     assert [x.id for x in out] == ["a1", "b1"]
     assert out[0].duplicates == ()
+    textless = [Hit(id=i, doc_id=i, text="", score=0.5) for i in ("img1", "img2")]
+    assert [x.id for x in collapse_duplicates(textless)] == ["img1", "img2"]
