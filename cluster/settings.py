@@ -353,7 +353,7 @@ class IngestSettings(_Group):
         default="auto",
         description="'staged' = one actor pool per stage (chunk, dense, sparse, images, entities, "
         "write), so GPU stages scale apart from CPU ones; 'fused' = `fused_actors` actors each "
-        "running every stage on its batches with all their CPUs (no hand-offs through the object "
+        "running every stage on its batches, models threaded across the node (no hand-offs through the object "
         "store, no pools contending for the same cores; on 2 cores: as fast as staged within "
         "noise, 5.3 GB peak instead of 7.7 GB); 'auto' = fused when no GPUs are requested "
         "(`actor_gpus` 0), else staged.",

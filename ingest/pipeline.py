@@ -36,13 +36,20 @@ class StageResources:
     task: float
     gpus: float
     fused: float
+    fused_threads: int
 
 
 PLAIN_PROGRESS_S = 15.0
 
 
-def plan_resources(settings: Settings, cluster_cpus: float) -> StageResources:
-    """Scale CPU requests so every actor pool plus one read task fits in `cluster_cpus`."""
+def plan_resources(
+    settings: Settings, cluster_cpus: float, node_cpus: float | None = None
+) -> StageResources:
+    """Scale CPU requests so every actor pool plus one read task fits in `cluster_cpus`.
+
+    A fused actor asks for no more than a model actor (`actor_cpus`): CPU requests only reserve,
+    and a larger one would wait forever beside a deployed Serve app. Its models run with the
+    threads of a whole node (`node_cpus`, shared among the node's fused actors) instead."""
     ing = settings.ingest
     model_actors = (
         ing.dense_actors
@@ -59,7 +66,8 @@ def plan_resources(settings: Settings, cluster_cpus: float) -> StageResources:
         model=model * scale,
         task=task * scale,
         gpus=ing.actor_gpus,
-        fused=max(0.1, (budget - task * scale) / ing.fused_actors),
+        fused=min(ing.actor_cpus, max(0.1, (budget - task * scale) / ing.fused_actors)),
+        fused_threads=max(1, int((node_cpus or cluster_cpus) // ing.fused_actors)),
     )
 
 
@@ -152,7 +160,11 @@ def run_ingest(
     # Its issue detectors repeat a memory warning every 30 s per model pool; `rayweave bench
     # ingest` measures peak memory instead.
     ctx.issue_detectors_config.detectors = []
-    res = plan_resources(settings, float(ray.cluster_resources().get("CPU", 1.0)))
+    node_cpus = max(
+        (float(n["Resources"].get("CPU", 0.0)) for n in ray.nodes() if n.get("Alive")),
+        default=1.0,
+    )
+    res = plan_resources(settings, float(ray.cluster_resources().get("CPU", 1.0)), node_cpus)
     ing = settings.ingest
     model_opts: dict[str, Any] = {"num_cpus": res.model, "batch_size": ing.batch_size}
     if res.gpus > 0:
@@ -176,9 +188,9 @@ def run_ingest(
             stages.load_files, fn_kwargs={"settings": settings}, batch_size=8, num_cpus=res.task
         )
     if resolve_layout(settings) == "fused":
-        # Every stage in each actor, with all the CPUs it holds (Ray gives a fractional actor
+        # Every stage in each actor, with a node's CPUs as threads (Ray gives a fractional actor
         # one thread unless told otherwise).
-        threads = settings.models.num_threads or max(1, round(res.fused))
+        threads = settings.models.num_threads or res.fused_threads
         fused = settings.model_copy(
             update={"models": settings.models.model_copy(update={"num_threads": threads})}
         )
