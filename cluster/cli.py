@@ -341,12 +341,33 @@ def bench_serve(
 def bench_graph(
     config: ConfigOpt = None,
     data: Annotated[Path, typer.Option(help="Folder of BEIR data sets.")] = Path("../shared/data"),
+    corpora: Annotated[
+        list[str] | None,
+        typer.Option("--corpus", help="Data set folder(s) under --data (default: all three)."),
+    ] = None,
+    max_queries: Annotated[
+        int | None, typer.Option(min=1, help="Queries per corpus (default: all).")
+    ] = None,
+    synthetic: Annotated[
+        bool, typer.Option(help="Also build and walk the synthetic 100k-passage graph.")
+    ] = True,
 ) -> None:
-    """Graph build rate (edges/s) and traversal latency (p50/p99) on the dev corpora."""
-    from rayweave.graph.bench import run_graph_bench
+    """Graph build and write rates, Cypher traversal and in-memory walk latency (p50/p99) and the
+    projection's size, on the dev corpora and a synthetic 100k-passage / 1M-edge graph."""
+    from rayweave.graph.bench import DEFAULT_SYNTHETIC, format_table, run_graph_bench
 
     settings = _run(lambda: _settings(config))
-    _run(lambda: run_graph_bench(settings, data_dir=data, console=out))
+    rows = _run(
+        lambda: run_graph_bench(
+            settings,
+            data_dir=data,
+            corpora=corpora or ["hotpotqa-dev", "musique-dev", "cosqa-dev"],
+            max_queries=max_queries,
+            synthetic=DEFAULT_SYNTHETIC if synthetic else None,
+            log=out.print,
+        )
+    )
+    out.print(format_table(rows))
 
 
 @app.command("eval")

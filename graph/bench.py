@@ -34,11 +34,20 @@ from pathlib import Path
 from rayweave.cluster.errors import SourceError
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Chunk, Hit, Level
+from rayweave.graph.bench_projection import (
+    SyntheticGraph,
+    projection_figures,
+    random_requests,
+    synthetic_projection,
+)
 from rayweave.graph.builders import build_graph
+from rayweave.graph.projection import load_projection
 from rayweave.graph.store import GraphStore
-from rayweave.graph.traversal import GraphTraversal, QueryType, Seed
+from rayweave.graph.traversal import PROFILES, GraphTraversal, QueryType, Seed
+from rayweave.graph.walk import WalkRequest, query_entities, relation_weights, walk
 
 _WORD = re.compile(r"\w+")
+DEFAULT_SYNTHETIC = SyntheticGraph()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -145,11 +154,14 @@ def run_graph_bench(
     recall_k: int = 10,
     graph_slots: int = 3,
     keep: bool = False,
+    synthetic: SyntheticGraph | None = DEFAULT_SYNTHETIC,
     log: Callable[[str], None] | None = None,
 ) -> list[BenchRow]:
     """Run the benchmark (see module docstring) and return its figures."""
     rows: list[BenchRow] = []
     say = log or (lambda _msg: None)
+    if synthetic is not None:
+        rows.extend(_bench_synthetic(synthetic, settings, say))
     base = GraphStore.open(settings, namespace="bench")
     try:
         for name in corpora:
@@ -174,6 +186,23 @@ def run_graph_bench(
     finally:
         base.close()
     return rows
+
+
+def _bench_synthetic(
+    shape: SyntheticGraph, settings: Settings, say: Callable[[str], None]
+) -> list[BenchRow]:
+    out: list[BenchRow] = []
+    name = f"synthetic-{shape.passages // 1000}k"
+
+    def add(metric: str, value: float, unit: str) -> None:
+        out.append(BenchRow(corpus=name, metric=metric, value=round(value, 3), unit=unit))
+        say(f"{name:14s} {metric:32s} {value:10.2f} {unit}")
+
+    started = time.perf_counter()
+    projection = synthetic_projection(shape)
+    projection.built_s = time.perf_counter() - started
+    projection_figures(projection, random_requests(projection, 200), settings.graph, add)
+    return out
 
 
 def _bench_corpus(
@@ -218,6 +247,36 @@ def _bench_corpus(
     index = _TfIdf(corpus.chunks)
     first_stage = {qid: index.top(text, max(recall_k, seeds)) for qid, text in corpus.queries}
     traversal = GraphTraversal(store, settings.graph)
+    started = time.perf_counter()
+    projection = load_projection(store)
+    projection.built_s = time.perf_counter() - started
+    walk_weights = relation_weights(PROFILES[QueryType.MULTI_HOP])
+
+    def ppr(text: str, seed_list: list[Seed]) -> list[Hit]:
+        request = WalkRequest(
+            entities=query_entities(projection, text, (), settings.graph.gazetteer_max_ngram),
+            seeds={
+                projection.chunk_rows[s.chunk_id]: s.score
+                for s in seed_list
+                if s.chunk_id in projection.chunk_rows
+            },
+            weights=walk_weights,
+        )
+        return walk(projection, request, settings.graph, limit=settings.graph.max_results)
+
+    requests = [
+        WalkRequest(
+            entities=query_entities(projection, text, (), settings.graph.gazetteer_max_ngram),
+            seeds={
+                projection.chunk_rows[c]: sc
+                for c, sc in first_stage[qid][:seeds]
+                if c in projection.chunk_rows
+            },
+            weights=walk_weights,
+        )
+        for qid, text in corpus.queries
+    ]
+    projection_figures(projection, requests, settings.graph, add)
     try:
         cases: dict[str, Callable[[str, list[Seed]], list[Hit]]] = {
             "expand": lambda text, s: traversal.expand(s),
@@ -229,13 +288,15 @@ def _bench_corpus(
             "search multi_hop": lambda text, s: traversal.search(
                 query_text=text, seeds=s, query_type=QueryType.MULTI_HOP
             ),
+            "ppr multi_hop": ppr,
         }
         ks = sorted({5, recall_k})
-        merged_recall: dict[int, list[float]] = {k: [] for k in ks}
+        scored = ("search multi_hop", "ppr multi_hop")
+        merged_recall: dict[tuple[str, int], list[float]] = {(c, k): [] for c in scored for k in ks}
         seed_recall: dict[int, list[float]] = {k: [] for k in ks}
         both_lexical: list[float] = []
-        both_merged: list[float] = []
-        rescue: dict[int, list[float]] = {1: [], 3: []}
+        both_merged: dict[str, list[float]] = {c: [] for c in scored}
+        rescue: dict[tuple[str, int], list[float]] = {(c, k): [] for c in scored for k in (1, 3)}
         ping = []
         for _ in range(50):
             started = time.perf_counter()
@@ -261,7 +322,7 @@ def _bench_corpus(
                 started = time.perf_counter()
                 hits = fn(text, seed_list)
                 latencies.append((time.perf_counter() - started) * 1000.0)
-                if case == "search multi_hop" and qid in corpus.qrels:
+                if case in scored and qid in corpus.qrels:
                     gold = corpus.qrels[qid]
                     lexical = [c for c, _ in top]
                     seed_docs = lexical[:seeds]
@@ -270,31 +331,38 @@ def _bench_corpus(
                     ]
                     merged = list(dict.fromkeys(seed_docs + graph_docs[:graph_slots] + lexical))
                     for k in ks:
-                        seed_recall[k].append(_recall(lexical, gold, k))
-                        merged_recall[k].append(_recall(merged, gold, k))
-                    both_lexical.append(float(gold <= set(lexical[:recall_k])))
-                    both_merged.append(float(gold <= set(merged[:recall_k])))
+                        if case == scored[0]:
+                            seed_recall[k].append(_recall(lexical, gold, k))
+                        merged_recall[case, k].append(_recall(merged, gold, k))
+                    if case == scored[0]:
+                        both_lexical.append(float(gold <= set(lexical[:recall_k])))
+                    both_merged[case].append(float(gold <= set(merged[:recall_k])))
                     found = gold & set(seed_docs)
                     if found and found != gold:
                         missing = gold - found
-                        rescue[1].append(float(bool(missing & set(graph_docs[:1]))))
-                        rescue[3].append(float(bool(missing & set(graph_docs[:3]))))
+                        rescue[case, 1].append(float(bool(missing & set(graph_docs[:1]))))
+                        rescue[case, 3].append(float(bool(missing & set(graph_docs[:3]))))
             add(f"{case} p50", statistics.median(latencies), "ms")
             add(f"{case} p99", _percentile(latencies, 0.99), "ms")
         if both_lexical:
             for k in ks:
                 add(f"tfidf R@{k}", statistics.fmean(seed_recall[k]), "")
-                add(f"tfidf top{seeds} + graph R@{k}", statistics.fmean(merged_recall[k]), "")
             add(f"tfidf all gold in top{recall_k}", statistics.fmean(both_lexical), "")
-            add(
-                f"tfidf top{seeds} + graph all gold in top{recall_k}",
-                statistics.fmean(both_merged),
-                "",
-            )
-        if rescue[1]:
-            add("queries with some gold in seeds", len(rescue[1]), "")
-            add("missing gold = graph's 1st new doc", statistics.fmean(rescue[1]), "")
-            add("missing gold in graph's 3 new docs", statistics.fmean(rescue[3]), "")
+        for case in scored:
+            tag = case.split()[0]
+            for k in ks:
+                if merged_recall[case, k]:
+                    add(f"tfidf+{tag} R@{k}", statistics.fmean(merged_recall[case, k]), "")
+            if both_merged[case]:
+                add(
+                    f"tfidf+{tag} all gold in top{recall_k}",
+                    statistics.fmean(both_merged[case]),
+                    "",
+                )
+            if rescue[case, 1]:
+                add(f"{tag}: queries, some gold in seeds", len(rescue[case, 1]), "")
+                add(f"{tag}: missing gold = 1st new doc", statistics.fmean(rescue[case, 1]), "")
+                add(f"{tag}: missing gold in 3 new docs", statistics.fmean(rescue[case, 3]), "")
     finally:
         traversal.close()
     return out

@@ -84,6 +84,7 @@ def rebuild_corpus_edges(store: GraphStore) -> WriteReport:
         op="rebuild_corpus_edges",
     )
     linked = store.write_edges(tuple(related), mode="replace") if related else 0
+    store.touch()  # also when nothing co-occurs any more: the deletes above changed the graph
     return WriteReport(
         entities=report.entities,
         topics=report.topics,

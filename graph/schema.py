@@ -59,6 +59,7 @@ class RelType(StrEnum):
     CREATED = "CREATED"  # User -> Message
     VIEWED = "VIEWED"  # User -> Document (view_count, first/last_viewed_at)
     ALIAS_OF = "ALIAS_OF"  # Alias -> Entity
+    SYNONYM_OF = "SYNONYM_OF"  # Entity -> Entity whose name the dense encoder finds equivalent
 
 
 class EdgeSource(StrEnum):
@@ -76,6 +77,7 @@ class EdgeSource(StrEnum):
     ERROR = "error"
     LINK = "link"
     LLM = "llm"
+    SYNONYMY = "synonymy"
     CONVERSATION = "conversation"
     USER = "user"
 
@@ -89,6 +91,7 @@ INFERRED_SOURCES: frozenset[EdgeSource] = frozenset(
         EdgeSource.KEYWORDS,
         EdgeSource.ERROR,
         EdgeSource.LLM,
+        EdgeSource.SYNONYMY,
     }
 )
 
@@ -121,6 +124,7 @@ ENDPOINTS: Mapping[RelType, tuple[frozenset[NodeLabel], frozenset[NodeLabel]]] =
     RelType.CREATED: (frozenset({NodeLabel.USER}), frozenset({NodeLabel.MESSAGE})),
     RelType.VIEWED: (frozenset({NodeLabel.USER}), frozenset({NodeLabel.DOCUMENT})),
     RelType.ALIAS_OF: (frozenset({NodeLabel.ALIAS}), _ENTITY),
+    RelType.SYNONYM_OF: (_ENTITY, _ENTITY),
 }
 
 # Relationship types through which an entity stays "in use" (not orphaned).

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -60,6 +61,9 @@ _ANCHOR_PATTERN = "|".join(r.value for r in ENTITY_ANCHORS)
 # the same corpus would hold depends on which documents came and went before.
 _INTRODUCED = f"EXISTS {{ MATCH (e)<-[r:{_ANCHOR_PATTERN}]-() WHERE r.source <> '{EdgeSource.GAZETTEER.value}' }}"
 _RETRIES = 4
+# One node per namespace whose `value` changes on every write (not a NodeLabel: it is bookkeeping,
+# not part of the graph, and counts leave it out).
+STAMP_LABEL = "GraphStamp"
 _MAX_NGRAM = 6
 
 
@@ -420,6 +424,7 @@ class GraphStore:
         for rel, rows in ((RelType.HAS_CHILD, child_rows), (RelType.NEXT, next_rows)):
             if rows:
                 self._write_rows(_link_chunks_query(rel), unique_rows(rows), op="write_chunks")
+        self.touch()
         return written
 
     # -- entities, topics, edges ---------------------------------------------------------------
@@ -527,6 +532,7 @@ class GraphStore:
         entities = self.write_entities(batch.entities) if batch.entities else 0
         topics = self.write_topics(batch.topics) if batch.topics else 0
         edges = self.write_edges(batch.edges, mode=mode) if batch.edges else 0
+        self.touch()
         distinct = len({(e.rel, e.src, e.dst) for e in batch.edges})
         return WriteReport(
             entities=entities, topics=topics, edges=edges, skipped_edges=distinct - edges
@@ -626,11 +632,14 @@ class GraphStore:
                 topics=report.topics,
             )
 
-        return self._write("delete_document", work)
+        report = self._write("delete_document", work)
+        self.touch()
+        return report
 
     def drop_namespace(self) -> int:
         """Delete every node (and so every edge) of this namespace; returns the node count."""
         total = 0
+        self.write(f"MATCH (s:{STAMP_LABEL} {{ns: $ns}}) DELETE s", op="drop_namespace")
         for label in NodeLabel:
             while True:
                 record = self.write(
@@ -717,6 +726,8 @@ class GraphStore:
         report = self._write("prune", work)
         if report.edges or report.chunks or report.messages:  # mentions gone: df changed
             self.refresh_entity_stats()
+        if report.edges or report.chunks or report.entities or report.topics:
+            self.touch()
         return report
 
     def _rehearse(self, op: str, work: Callable[[neo4j.ManagedTransaction], T]) -> T:
@@ -732,6 +743,26 @@ class GraphStore:
                 tx.rollback()
 
     # -- inspection ----------------------------------------------------------------------------
+
+    # -- change stamp (what in-memory projections poll) ------------------------------------------
+
+    def stamp(self) -> str | None:
+        """A value that changes whenever this namespace's graph is written (None: never stamped)."""
+        rows = self.read(
+            f"MATCH (s:{STAMP_LABEL} {{key: $key}}) RETURN s.value AS v",
+            {"key": self.key(STAMP_LABEL)},
+            op="stamp",
+        )
+        return str(rows[0]["v"]) if rows and rows[0]["v"] is not None else None
+
+    def touch(self) -> None:
+        """Record that the namespace changed (a fresh random value: concurrent writers need no
+        ordering, only that the value differs from what a projection was built at)."""
+        self.write(
+            f"MERGE (s:{STAMP_LABEL} {{key: $key}}) SET s.ns = $ns, s.value = $value",
+            {"key": self.key(STAMP_LABEL), "value": uuid.uuid4().hex},
+            op="touch",
+        )
 
     def counts(self) -> GraphCounts:
         """Nodes per label and relationships per type in this namespace."""

@@ -1,12 +1,12 @@
-"""Graph retrieval for the search pipeline: the traversals of `graph/` behind the retriever
-protocol.
+"""Graph retrieval for the search pipeline: personalised PageRank over the in-memory projection
+of the namespace's graph (`graph/projection.py`, `graph/walk.py`), behind the retriever protocol.
 
-Phase 1 (`retrieve`) looks up the entities the query names (exact, alias) and follows
-EXPLAINS/MENTIONS/DEFINES/SOLVES to chunks. Phase 2 (`expand`) starts from the top vector hits and
-runs the query type's profile: neighbours and parents, definitions and usages, error solutions,
-and the multi-hop bridge to documents that explain entities the seeds mention; the bridge's first
-hop also comes back as the `bridge-links` list, which fusion reads but does not vote with. In a
-conversation, concepts mentioned earlier boost documents that explain them (seed 003).
+Phase 1 (`retrieve`) walks from the entities the query names alone, while vector search runs.
+Phase 2 (`expand`) walks from those entities and the top vector hits together, over the relation
+groups the query type's profile weights; for profiles that bridge, the seeds' first hop (chunk
+MENTIONS entity EXPLAINED by another document) also comes back as the `bridge-links` list, which
+fusion reads but does not vote with. Neither phase makes a Cypher round trip. In a conversation,
+concepts mentioned earlier boost documents that explain them (seed 003, one Cypher read).
 """
 
 from __future__ import annotations
@@ -18,17 +18,38 @@ from typing import Any
 
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Hit
+from rayweave.graph.projection import GraphProjection, ProjectionHolder, load_projection
 from rayweave.graph.store import GraphStore
-from rayweave.graph.traversal import GraphTraversal, Seed
+from rayweave.graph.traversal import PROFILES, GraphTraversal, parse_query_type
+from rayweave.graph.walk import (
+    WalkRequest,
+    bridge_links,
+    query_entities,
+    relation_weights,
+    seed_rows,
+    walk,
+)
 from rayweave.serve.fusion import LINKS
 from rayweave.serve.search import RankedLists, RetrievalQuery
 
 
 class GraphSearch:
-    def __init__(self, store: GraphStore, *, entity_extractor: Any | None = None) -> None:
+    def __init__(
+        self,
+        store: GraphStore,
+        *,
+        entity_extractor: Any | None = None,
+        refresh_s: float | None = None,
+    ) -> None:
         self.store = store
+        self.settings = store.settings
         self.traversal = GraphTraversal(store)
         self.entity_extractor = entity_extractor
+        self.projections = ProjectionHolder(
+            lambda: load_projection(store),
+            store.stamp,
+            refresh_s=self.settings.projection_refresh_s if refresh_s is None else refresh_s,
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings, *, collection: str | None = None) -> GraphSearch:
@@ -38,23 +59,34 @@ class GraphSearch:
         return cls(store)
 
     def close(self) -> None:
+        self.projections.close()
         self.traversal.close()
         self.store.close()
 
-    async def retrieve(self, query: RetrievalQuery) -> RankedLists:
-        hits = await asyncio.to_thread(
-            self.traversal.entity_search, query.text, entity_names=list(query.keywords)
+    def _request(
+        self, query: RetrievalQuery, projection: GraphProjection, *, seeds: bool
+    ) -> WalkRequest:
+        profile = PROFILES[parse_query_type(query.plan.query_type)]
+        return WalkRequest(
+            entities=query_entities(
+                projection, query.text, query.keywords, self.settings.gazetteer_max_ngram
+            ),
+            seeds=seed_rows(projection, query.seeds) if seeds else {},
+            weights=relation_weights(profile),
         )
+
+    async def retrieve(self, query: RetrievalQuery) -> RankedLists:
+        projection = self.projections.current
+        request = self._request(query, projection, seeds=False)
+        hits = walk(projection, request, self.settings, limit=self.settings.max_results)
         return {"graph": _marked(hits, "graph")}
 
     async def expand(self, query: RetrievalQuery) -> RankedLists:
-        seeds = [Seed.from_hit(h) for h in query.seeds]
-        hits, links = await asyncio.to_thread(
-            self.traversal.search_with_links,
-            query_text="",  # phase 1 already did the query's entities
-            seeds=seeds,
-            query_type=query.plan.query_type,
-        )
+        projection = self.projections.current
+        request = self._request(query, projection, seeds=True)
+        hits = walk(projection, request, self.settings, limit=self.settings.max_results)
+        profile = PROFILES[parse_query_type(query.plan.query_type)]
+        links = bridge_links(projection, request.seeds, self.settings) if profile.bridge > 0 else []
         if query.conversation_id:
             hits = await asyncio.to_thread(
                 self.traversal.conversation_rerank, hits, query.conversation_id

@@ -1,0 +1,421 @@
+"""An in-memory projection of one namespace's graph, for the query hot path.
+
+As Neo4j GDS projects a graph into memory for its algorithms, each graph retriever replica loads
+the retrieval-relevant part of the Cypher store once into compact CSR matrices: chunk nodes (all
+three levels; a Document row stands for its summary chunk), entity nodes and, per relation
+group, a symmetric weighted adjacency (weight x confidence of the stored edge). Queries then make
+no Cypher round trip. The Cypher store stays the system of record (writes, deletes, the search
+page's graph view, conversations).
+
+Freshness: every write path stamps the namespace (`GraphStore.touch`); `ProjectionHolder` polls
+the stamp off the hot path and swaps in a rebuilt projection when it changed. A query never waits
+for a rebuild; a chunk deleted since the last build can still be scored by the graph, but
+hydration drops ids that are no longer visible, so it is never returned.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from rayweave.cluster.types import Level
+from rayweave.graph.ppr import Transition, Weights
+from rayweave.graph.schema import NodeLabel, RelType
+from rayweave.graph.store import GraphStore
+
+log = logging.getLogger(__name__)
+
+
+class NodeKind(IntEnum):
+    CHUNK = 0
+    ENTITY = 1
+    DOCUMENT = 2  # a document without a summary chunk: a junction, never a hit
+
+
+# Relation groups: what a traversal profile weights, each kept in its stored direction.
+RELATIONS: Mapping[str, tuple[RelType, ...]] = {
+    "structure": (RelType.HAS_CHILD,),
+    "sequence": (RelType.NEXT,),
+    "explains": (RelType.EXPLAINS,),
+    "mentions": (RelType.MENTIONS,),
+    "defines": (RelType.DEFINES,),
+    "uses": (RelType.USES,),
+    "references": (RelType.REFERENCES,),
+    "solves": (RelType.SOLVES,),
+    "related": (RelType.RELATED_TO,),
+    "synonym": (RelType.SYNONYM_OF,),
+}
+_LEVEL_OF = {
+    NodeLabel.DOCUMENT: Level.DOCUMENT,
+    NodeLabel.SECTION: Level.SECTION,
+    NodeLabel.PROPOSITION: Level.PROPOSITION,
+}
+_LEVEL_CODES = {Level.DOCUMENT: 0, Level.SECTION: 1, Level.PROPOSITION: 2}
+LEVELS: tuple[Level, ...] = (Level.DOCUMENT, Level.SECTION, Level.PROPOSITION)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeTable:
+    """Rows of the projection: ids, kinds, documents, levels and entity statistics."""
+
+    ids: list[str]  # chunk id (a Document row: its summary chunk id), entity id, or document id
+    kinds: np.ndarray  # int8 NodeKind
+    docs: list[str]  # distinct document ids
+    doc_of: np.ndarray  # int32 index into `docs`; -1 for entities
+    level: np.ndarray  # int8 index into LEVELS; -1 for entities
+    df: np.ndarray  # float32: chunks mentioning an entity; 0 for chunks
+    names: dict[int, str]  # entity row -> display name
+
+
+@dataclass(slots=True, kw_only=True)
+class GraphProjection:
+    """One namespace's graph in memory (see module docstring). Read-only once built."""
+
+    nodes: NodeTable
+    chunk_rows: dict[str, int]  # chunk id -> row
+    entity_rows: dict[str, int]  # entity id -> row
+    aliases: dict[str, np.ndarray]  # normalised surface form -> entity rows
+    relations: dict[str, sp.csr_matrix]
+    stamp: str | None = None
+    built_s: float = 0.0
+    _transitions: dict[tuple[tuple[str, tuple[float, float]], ...], Transition] = field(
+        default_factory=dict
+    )
+    _reversed: dict[str, sp.csr_matrix] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def size(self) -> int:
+        return len(self.nodes.ids)
+
+    @property
+    def edges(self) -> int:
+        return sum(int(m.nnz) for m in self.relations.values())
+
+    def transition(self, weights: Weights) -> Transition:
+        """The walk for one weighting of the relation groups, built once and cached."""
+        key = tuple(
+            sorted((g, (float(f), float(b))) for g, (f, b) in weights.items() if f > 0 or b > 0)
+        )
+        with self._lock:
+            cached = self._transitions.get(key)
+        if cached is not None:
+            return cached
+        built = Transition.combine(self.relations, dict(key))
+        with self._lock:
+            return self._transitions.setdefault(key, built)
+
+    def reversed(self, group: str) -> sp.csr_matrix | None:
+        """A relation read against its stored direction (entity -> the chunks that explain it)."""
+        matrix = self.relations.get(group)
+        if matrix is None:
+            return None
+        with self._lock:
+            cached = self._reversed.get(group)
+        if cached is None:
+            cached = matrix.T.tocsr()
+            cached.sort_indices()
+            with self._lock:
+                cached = self._reversed.setdefault(group, cached)
+        return cached
+
+    def nbytes(self) -> int:
+        """Memory held by the arrays and matrices (cached transitions included); Python
+        containers for ids and names are estimated at their string sizes plus dict slots."""
+        total = sum(
+            m.data.nbytes + m.indices.nbytes + m.indptr.nbytes for m in self.relations.values()
+        )
+        for t in self._transitions.values():
+            for a in (t.adjacency, t.incoming):
+                total += a.data.nbytes + a.indices.nbytes + a.indptr.nbytes
+            total += t.inv_degree.nbytes
+        for a in self._reversed.values():
+            total += a.data.nbytes + a.indices.nbytes + a.indptr.nbytes
+        n = self.nodes
+        total += n.kinds.nbytes + n.doc_of.nbytes + n.level.nbytes + n.df.nbytes
+        total += sum(49 + len(s) for s in n.ids) + sum(49 + len(s) for s in n.docs)
+        total += 100 * (len(self.chunk_rows) + len(self.entity_rows) + len(self.aliases))
+        total += sum(49 + len(k) + a.nbytes for k, a in self.aliases.items())
+        return total
+
+    def chunk_mask(self) -> np.ndarray:
+        return self.nodes.kinds == NodeKind.CHUNK
+
+    def level_of(self, row: int) -> Level:
+        return LEVELS[int(self.nodes.level[row])]
+
+    def doc_id(self, row: int) -> str:
+        i = int(self.nodes.doc_of[row])
+        return self.nodes.docs[i] if i >= 0 else ""
+
+
+class ProjectionBuilder:
+    """Accumulates nodes and edges (from the store or from a generator) into a projection."""
+
+    def __init__(self) -> None:
+        self._ids: list[str] = []
+        self._kinds: list[int] = []
+        self._doc_of: list[int] = []
+        self._level: list[int] = []
+        self._df: list[float] = []
+        self._names: dict[int, str] = {}
+        self._docs: dict[str, int] = {}
+        self._by_key: dict[str, int] = {}
+        self.chunk_rows: dict[str, int] = {}
+        self.entity_rows: dict[str, int] = {}
+        self._aliases: dict[str, list[int]] = defaultdict(list)
+        self._edges: dict[str, tuple[list[int], list[int], list[float]]] = {
+            g: ([], [], []) for g in RELATIONS
+        }
+
+    def _add(self, key: str, node_id: str, kind: NodeKind, doc: str | None, level: int) -> int:
+        row = self._by_key.get(key)
+        if row is not None:
+            return row
+        row = len(self._ids)
+        self._by_key[key] = row
+        self._ids.append(node_id)
+        self._kinds.append(int(kind))
+        self._doc_of.append(self._docs.setdefault(doc, len(self._docs)) if doc else -1)
+        self._level.append(level)
+        self._df.append(0.0)
+        return row
+
+    def add_chunk(self, key: str, chunk_id: str, doc_id: str, level: Level) -> int:
+        row = self._add(key, chunk_id, NodeKind.CHUNK, doc_id, _LEVEL_CODES[level])
+        self.chunk_rows[chunk_id] = row
+        return row
+
+    def add_document(self, key: str, doc_id: str, *, first_chunk: str | None = None) -> int:
+        """A document node without a summary chunk. With `first_chunk` (a key already added) the
+        document is that chunk: edges to the document (its title's EXPLAINS) land on the chunk
+        that opens it, so the walk and bridge links can return it. Without, it stays a
+        junction that is never a hit."""
+        if first_chunk is not None and first_chunk in self._by_key:
+            row = self._by_key[first_chunk]
+            self._by_key.setdefault(key, row)
+            return row
+        return self._add(key, doc_id, NodeKind.DOCUMENT, doc_id, _LEVEL_CODES[Level.DOCUMENT])
+
+    def add_entity(self, key: str, entity_id: str, name: str, df: float) -> int:
+        row = self._add(key, entity_id, NodeKind.ENTITY, None, -1)
+        self._df[row] = float(df)
+        self._names[row] = name
+        self.entity_rows[entity_id] = row
+        return row
+
+    def add_alias(self, form: str, entity_key: str) -> None:
+        row = self._by_key.get(entity_key)
+        if row is not None and row not in self._aliases[form]:
+            self._aliases[form].append(row)
+
+    def add_edge(self, group: str, src_key: str, dst_key: str, weight: float) -> bool:
+        a, b = self._by_key.get(src_key), self._by_key.get(dst_key)
+        if a is None or b is None or a == b or weight <= 0:
+            return False
+        rows, cols, vals = self._edges[group]
+        rows.append(a)
+        cols.append(b)
+        vals.append(weight)
+        return True
+
+    def build(self, *, stamp: str | None = None) -> GraphProjection:
+        n = len(self._ids)
+        relations: dict[str, sp.csr_matrix] = {}
+        for group, (rows, cols, vals) in self._edges.items():
+            if rows:
+                relations[group] = _strongest(
+                    np.asarray(rows, dtype=np.int64),
+                    np.asarray(cols, dtype=np.int64),
+                    np.asarray(vals, dtype=np.float32),
+                    n,
+                )
+        docs = list(self._docs)
+        nodes = NodeTable(
+            ids=self._ids,
+            kinds=np.asarray(self._kinds, dtype=np.int8),
+            docs=docs,
+            doc_of=np.asarray(self._doc_of, dtype=np.int32),
+            level=np.asarray(self._level, dtype=np.int8),
+            df=np.asarray(self._df, dtype=np.float32),
+            names=self._names,
+        )
+        return GraphProjection(
+            nodes=nodes,
+            chunk_rows=self.chunk_rows,
+            entity_rows=self.entity_rows,
+            aliases={k: np.asarray(v, dtype=np.int32) for k, v in self._aliases.items()},
+            relations=relations,
+            stamp=stamp,
+        )
+
+
+def _strongest(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n: int) -> sp.csr_matrix:
+    """A CSR matrix of the edges, parallel duplicates keeping the strongest weight (not the
+    sum: the same mention stored twice is no stronger)."""
+    pair = rows * n + cols
+    order = np.lexsort((-vals, pair))
+    pair, vals = pair[order], vals[order]
+    first = np.ones(pair.size, dtype=bool)
+    first[1:] = pair[1:] != pair[:-1]
+    pair, vals = pair[first], vals[first]
+    m = sp.csr_matrix(
+        (vals, ((pair // n).astype(np.int32), (pair % n).astype(np.int32))), shape=(n, n)
+    )
+    m.sort_indices()
+    return m
+
+
+_CHUNK_QUERIES: tuple[tuple[NodeLabel, str], ...] = (
+    (
+        NodeLabel.SECTION,
+        "MATCH (n:Section {ns: $ns}) RETURN n.key AS key, n.id AS chunk, n.doc_id AS id, "
+        "coalesce(n.position, 0) AS pos",
+    ),
+    (
+        NodeLabel.PROPOSITION,
+        "MATCH (n:Proposition {ns: $ns}) RETURN n.key AS key, n.id AS chunk, n.doc_id AS id, "
+        "coalesce(n.position, 0) AS pos",
+    ),
+)
+_EDGE_SOURCES: Mapping[RelType, tuple[NodeLabel, ...]] = {
+    RelType.HAS_CHILD: (NodeLabel.DOCUMENT, NodeLabel.SECTION),
+    RelType.NEXT: (NodeLabel.SECTION, NodeLabel.PROPOSITION, NodeLabel.DOCUMENT),
+    RelType.RELATED_TO: (NodeLabel.ENTITY,),
+    RelType.SYNONYM_OF: (NodeLabel.ENTITY,),
+}
+_CHUNK_SOURCES = (NodeLabel.DOCUMENT, NodeLabel.SECTION, NodeLabel.PROPOSITION)
+
+
+def load_projection(
+    store: GraphStore, *, progress: Callable[[str], None] | None = None
+) -> GraphProjection:
+    """Read the namespace of `store` into a projection (a handful of streaming reads)."""
+    started = time.perf_counter()
+    stamp = store.stamp()
+    b = ProjectionBuilder()
+    proxies: dict[str, str] = {}  # document key -> id, for documents without a summary chunk
+    for r in store.read(
+        "MATCH (n:Document {ns: $ns}) RETURN n.key AS key, n.id AS id, n.chunk_id AS chunk",
+        op="projection",
+    ):
+        if r["chunk"]:
+            b.add_chunk(r["key"], str(r["chunk"]), str(r["id"]), Level.DOCUMENT)
+        else:
+            proxies[str(r["key"])] = str(r["id"])
+    opening: dict[str, tuple[int, int, str]] = {}  # document id -> (level, position, chunk key)
+    for rank, (label, query) in enumerate(_CHUNK_QUERIES):
+        for r in store.read(query, op="projection"):
+            doc = str(r["id"])
+            b.add_chunk(r["key"], str(r["chunk"]), doc, _LEVEL_OF[label])
+            candidate = (rank, int(r["pos"] or 0), str(r["key"]))
+            if doc not in opening or candidate < opening[doc]:
+                opening[doc] = candidate
+    for key, doc in proxies.items():
+        first = opening.get(doc)
+        b.add_document(key, doc, first_chunk=first[2] if first else None)
+    for r in store.read(
+        "MATCH (n:Entity {ns: $ns}) RETURN n.key AS key, n.id AS id, n.name AS name, "
+        "coalesce(n.df, 0) AS df",
+        op="projection",
+    ):
+        b.add_entity(r["key"], str(r["id"]), str(r["name"] or r["id"]), float(r["df"]))
+    for r in store.read(
+        "MATCH (a:Alias {ns: $ns})-[:ALIAS_OF]->(e:Entity) RETURN a.norm AS form, e.key AS ekey",
+        op="projection",
+    ):
+        b.add_alias(str(r["form"]), str(r["ekey"]))
+    for group, types in RELATIONS.items():
+        for rel in types:
+            for label in _EDGE_SOURCES.get(rel, _CHUNK_SOURCES):
+                rows = store.read(
+                    f"MATCH (a:{label.value} {{ns: $ns}})-[r:{rel.value}]->(b) "
+                    "RETURN a.key AS s, b.key AS d, "
+                    "coalesce(r.weight, 1.0) * coalesce(r.confidence, 1.0) AS w",
+                    op="projection",
+                )
+                for r in rows:
+                    b.add_edge(group, str(r["s"]), str(r["d"]), float(r["w"]))
+        if progress is not None:
+            progress(group)
+    projection = b.build(stamp=stamp)
+    projection.built_s = time.perf_counter() - started
+    return projection
+
+
+class ProjectionHolder:
+    """The current projection of a namespace, rebuilt in the background when the store's stamp
+    changes and swapped in whole (readers never see a half-built one)."""
+
+    def __init__(
+        self,
+        load: Callable[[], GraphProjection],
+        stamp: Callable[[], str | None],
+        *,
+        refresh_s: float,
+    ) -> None:
+        self._load = load
+        self._stamp = stamp
+        self._refresh_s = refresh_s
+        self._current = load()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if refresh_s > 0:
+            self._thread = threading.Thread(target=self._poll, name="graph-projection", daemon=True)
+            self._thread.start()
+
+    @property
+    def current(self) -> GraphProjection:
+        return self._current
+
+    def refresh(self) -> bool:
+        """Rebuild now if the store changed since the current build; True if swapped."""
+        if self._stamp() == self._current.stamp:
+            return False
+        self._current = self._load()
+        return True
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(self._refresh_s):
+            try:
+                self.refresh()
+            except Exception:  # the old projection keeps serving; the next poll tries again
+                log.warning("graph projection refresh failed", exc_info=True)
+
+
+def entity_rows_for(projection: GraphProjection, forms: Iterable[str]) -> dict[int, str]:
+    """Entity rows whose alias equals one of `forms` (first form that named each row)."""
+    out: dict[int, str] = {}
+    for form in forms:
+        rows = projection.aliases.get(form)
+        if rows is None:
+            continue
+        for row in rows.tolist():
+            out.setdefault(int(row), form)
+    return out
+
+
+def describe(projection: GraphProjection) -> dict[str, Any]:
+    """Sizes for `rayweave bench graph` and logs."""
+    kinds = projection.nodes.kinds
+    return {
+        "nodes": projection.size,
+        "chunks": int((kinds == NodeKind.CHUNK).sum()),
+        "entities": int((kinds == NodeKind.ENTITY).sum()),
+        "edges": projection.edges,
+        "edges_by_relation": {g: int(m.nnz) for g, m in projection.relations.items()},
+        "bytes": projection.nbytes(),
+        "build_s": round(projection.built_s, 3),
+    }

@@ -1,0 +1,189 @@
+"""The in-memory projection: built by hand (pure) and loaded from the real graph store."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rayweave.cluster.types import Chunk, Level
+from rayweave.graph.projection import (
+    NodeKind,
+    ProjectionBuilder,
+    ProjectionHolder,
+    describe,
+    entity_rows_for,
+    load_projection,
+)
+from rayweave.graph.schema import (
+    EdgeRow,
+    EdgeSource,
+    EntityRow,
+    GraphBatch,
+    NodeLabel,
+    NodeRef,
+    RelType,
+)
+from rayweave.graph.store import GraphStore
+
+
+class TestBuilder:
+    def test_edges_keep_direction_and_the_strongest_duplicate(self) -> None:
+        b = ProjectionBuilder()
+        b.add_chunk("k:a", "a", "d1", Level.SECTION)
+        b.add_entity("k:e", "e", "Entity", 3)
+        assert b.add_edge("mentions", "k:a", "k:e", 0.4)
+        assert b.add_edge("mentions", "k:a", "k:e", 0.9)  # parallel: the strongest stays
+        assert not b.add_edge("mentions", "k:a", "k:missing", 1.0)
+        assert not b.add_edge("mentions", "k:a", "k:a", 1.0)  # no self loops
+        p = b.build(stamp="s1")
+        m = p.relations["mentions"]
+        a, e = p.chunk_rows["a"], p.entity_rows["e"]
+        assert m.nnz == 1
+        assert m[a, e] == pytest.approx(0.9)
+        assert m[e, a] == 0
+        assert p.reversed("mentions")[e, a] == pytest.approx(0.9)
+        assert p.stamp == "s1"
+        assert p.edges == 1
+        assert p.nodes.kinds[a] == NodeKind.CHUNK
+        assert p.nodes.kinds[e] == NodeKind.ENTITY
+        assert p.doc_id(a) == "d1"
+        assert p.doc_id(e) == ""
+        assert p.level_of(a) is Level.SECTION
+
+    def test_transitions_are_cached_per_weighting(self) -> None:
+        b = ProjectionBuilder()
+        b.add_chunk("k:a", "a", "d", Level.SECTION)
+        b.add_entity("k:e", "e", "E", 1)
+        b.add_edge("mentions", "k:a", "k:e", 1.0)
+        p = b.build()
+        first = p.transition({"mentions": (1.0, 0.0)})
+        assert p.transition({"mentions": (1.0, 0.0), "sequence": (0.0, 0.0)}) is first
+        assert p.transition({"mentions": (1.0, 1.0)}) is not first
+        assert describe(p)["bytes"] > 0
+
+    def test_a_document_without_summary_is_its_opening_chunk(self) -> None:
+        b = ProjectionBuilder()
+        b.add_chunk("k:s0", "s0", "doc", Level.SECTION)
+        assert b.add_document("k:doc", "doc", first_chunk="k:s0") == 0
+        junction = b.add_document("k:empty", "empty")
+        b.add_entity("k:t", "t", "Title", 1)
+        assert b.add_edge("explains", "k:doc", "k:t", 1.0)
+        p = b.build()
+        assert p.relations["explains"][p.chunk_rows["s0"], p.entity_rows["t"]] == 1.0
+        assert p.nodes.kinds[junction] == NodeKind.DOCUMENT
+
+    def test_aliases_name_entity_rows(self) -> None:
+        b = ProjectionBuilder()
+        e = b.add_entity("k:e", "e", "United States", 5)
+        b.add_alias("united states", "k:e")
+        b.add_alias("u.s.", "k:e")
+        b.add_alias("u.s.", "k:unknown")
+        p = b.build()
+        assert entity_rows_for(p, ["u.s.", "nothing"]) == {e: "u.s."}
+        np.testing.assert_array_equal(p.aliases["united states"], [e])
+
+
+def _chunks() -> list[Chunk]:
+    return [
+        Chunk(
+            id="sum",
+            doc_id="guide",
+            level=Level.DOCUMENT,
+            text="Guide",
+            title="Guide",
+            children_ids=("s0", "s1"),
+        ),
+        Chunk(
+            id="s0",
+            doc_id="guide",
+            level=Level.SECTION,
+            text="Install.",
+            parent_id="sum",
+            next_id="s1",
+        ),
+        Chunk(
+            id="s1",
+            doc_id="guide",
+            level=Level.SECTION,
+            text="Run it.",
+            parent_id="sum",
+            prev_id="s0",
+            position=1,
+        ),
+        Chunk(id="t0", doc_id="titled", level=Level.SECTION, text="About replicas.", position=0),
+        Chunk(id="t1", doc_id="titled", level=Level.SECTION, text="More.", position=1),
+    ]
+
+
+def _write(store: GraphStore) -> None:
+    store.write_chunks(_chunks())
+    store.write_batch(
+        GraphBatch(
+            entities=(EntityRow(id="replica", name="replica", aliases=("replicas",)),),
+            edges=(
+                EdgeRow(
+                    rel=RelType.MENTIONS,
+                    src=NodeRef(NodeLabel.SECTION, "s1"),
+                    dst=NodeRef(NodeLabel.ENTITY, "replica"),
+                    weight=0.5,
+                    confidence=0.8,
+                    source=EdgeSource.EXTRACTOR,
+                ),
+                EdgeRow(
+                    rel=RelType.EXPLAINS,
+                    src=NodeRef(NodeLabel.DOCUMENT, "titled"),
+                    dst=NodeRef(NodeLabel.ENTITY, "replica"),
+                    confidence=0.9,
+                    source=EdgeSource.TITLE,
+                ),
+            ),
+        )
+    )
+
+
+@pytest.mark.integration
+class TestLoad:
+    def test_loads_chunks_entities_aliases_and_relations(self, graph_store: GraphStore) -> None:
+        _write(graph_store)
+        p = load_projection(graph_store)
+        assert set(p.chunk_rows) == {"sum", "s0", "s1", "t0", "t1"}
+        assert p.level_of(p.chunk_rows["sum"]) is Level.DOCUMENT
+        assert p.doc_id(p.chunk_rows["s1"]) == "guide"
+        replica = p.entity_rows["replica"]
+        assert entity_rows_for(p, ["replicas"]) == {replica: "replicas"}
+        s1, t0 = p.chunk_rows["s1"], p.chunk_rows["t0"]
+        assert p.relations["mentions"][s1, replica] == pytest.approx(0.4)  # weight x confidence
+        # `titled` has no summary chunk: its title's EXPLAINS lands on its opening section.
+        assert p.relations["explains"][t0, replica] == pytest.approx(0.9)
+        assert p.relations["structure"][p.chunk_rows["sum"], p.chunk_rows["s0"]] > 0
+        assert p.relations["sequence"][p.chunk_rows["s0"], s1] > 0
+        assert p.stamp is not None
+
+    def test_holder_swaps_in_a_rebuild_only_after_a_write(self, graph_store: GraphStore) -> None:
+        _write(graph_store)
+        holder = ProjectionHolder(
+            lambda: load_projection(graph_store), graph_store.stamp, refresh_s=0
+        )
+        first = holder.current
+        assert holder.refresh() is False
+        assert holder.current is first
+        graph_store.delete_document("titled")
+        assert holder.refresh() is True
+        assert "t0" not in holder.current.chunk_rows
+        assert "s0" in holder.current.chunk_rows
+        holder.close()
+
+    def test_stamp_changes_on_every_write_path(self, graph_store: GraphStore) -> None:
+        assert graph_store.stamp() is None
+        _write(graph_store)
+        from rayweave.graph.indexing import rebuild_corpus_edges
+
+        seen = {graph_store.stamp()}
+        rebuild_corpus_edges(graph_store)
+        seen.add(graph_store.stamp())
+        graph_store.delete_document("guide")
+        seen.add(graph_store.stamp())
+        assert len(seen) == 3
+        assert None not in seen
+        graph_store.drop_namespace()
+        assert graph_store.stamp() is None
