@@ -12,6 +12,7 @@ from rayweave.cluster.errors import SourceError
 from rayweave.cluster.services import GraphServer
 from rayweave.cluster.settings import Settings
 from rayweave.graph.bench import format_table, load_beir, run_graph_bench
+from rayweave.graph.bench_projection import SyntheticGraph
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -55,7 +56,12 @@ def test_bench_reports_rates_latencies_and_recall(tmp_path: Path) -> None:
     )
     try:
         rows = run_graph_bench(
-            settings, data_dir=tmp_path / "data", corpora=["tiny"], seeds=1, recall_k=2
+            settings,
+            data_dir=tmp_path / "data",
+            corpora=["tiny"],
+            seeds=1,
+            recall_k=2,
+            synthetic=SyntheticGraph(passages=2000, entities=1000),
         )
     finally:
         GraphServer.from_settings(settings).stop()
@@ -63,9 +69,16 @@ def test_bench_reports_rates_latencies_and_recall(tmp_path: Path) -> None:
     assert metrics["records"].value == 3
     assert metrics["write edges (all)"].value > 0
     assert metrics["search multi_hop p50"].unit == "ms"
-    # One seed (A) plus the bridge reaches B: both gold documents in the top 2.
-    assert metrics["tfidf top1 + graph all gold in top2"].value == 1.0
+    # One seed (A) plus the bridge (Cypher) or the walk (projection) reaches B: both gold
+    # documents in the top 2.
+    assert metrics["tfidf+search all gold in top2"].value == 1.0
+    assert metrics["tfidf+ppr all gold in top2"].value == 1.0
+    assert metrics["projection edges"].value > 0
     assert "search multi_hop p99" in format_table(rows)
+    synthetic = {r.metric: r.value for r in rows if r.corpus == "synthetic-2k"}
+    assert synthetic["projection nodes"] == 3000
+    assert 0 < synthetic["projection memory per edge"] < 200
+    assert synthetic["walk + links p50"] > 0
 
 
 def test_missing_corpus_is_a_source_error(tmp_path: Path) -> None:
