@@ -255,6 +255,17 @@ class GraphSettings(_Group):
         description="Share of the walk's restart mass on the entities the query names; the "
         "rest goes to the top vector hits (all of it to whichever side is present alone).",
     )
+    synonym_threshold: float = Field(
+        default=0.8,
+        gt=0,
+        le=1,
+        description="Entity names whose dense-encoder cosine reaches this become SYNONYM_OF "
+        "edges in the corpus pass after ingest (HippoRAG 2's 0.8: with MiniLM 'U.S.'/'United "
+        "States' 0.86, 'get_user'/'GetUser' 0.80, 'Paris'/'London' 0.56); 1.0 disables.",
+    )
+    synonym_max_per_entity: int = Field(
+        default=5, ge=1, description="Closest synonym partners kept per entity."
+    )
     projection_refresh_s: float = Field(
         default=5.0,
         ge=0,

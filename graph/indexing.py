@@ -11,13 +11,16 @@ co-occurrence RELATED_TO and topics, being corpus statistics, are replaced).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from rayweave.cluster.types import Chunk, Document, Entity
 from rayweave.graph.builders import Extraction, build_graph
 from rayweave.graph.schema import EdgeRow, EdgeSource, GraphBatch, RelType
 from rayweave.graph.store import GraphStore, WriteReport
+from rayweave.graph.synonyms import synonym_edges
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,3 +94,34 @@ def rebuild_corpus_edges(store: GraphStore) -> WriteReport:
         edges=report.edges + linked,
         skipped_edges=report.skipped_edges,
     )
+
+
+def rebuild_synonyms(
+    store: GraphStore,
+    encode: Callable[[list[str]], np.ndarray],
+    *,
+    threshold: float,
+    max_per_entity: int,
+) -> int:
+    """Replace the namespace's SYNONYM_OF edges with those the encoder finds among every entity
+    name now stored (`graph/synonyms.py`); returns how many were written."""
+    rows = store.read(
+        "MATCH (e:Entity {ns: $ns}) RETURN e.id AS id, e.name AS name", op="rebuild_synonyms"
+    )
+    entities = sorted((str(r["id"]), str(r["name"])) for r in rows if r["name"])
+    edges = (
+        synonym_edges(
+            entities,
+            encode([name for _, name in entities]),
+            threshold=threshold,
+            max_per_entity=max_per_entity,
+        )
+        if entities
+        else []
+    )
+    store.write(
+        "MATCH (:Entity {ns: $ns})-[r:SYNONYM_OF]->(:Entity) DELETE r", op="rebuild_synonyms"
+    )
+    written = store.write_edges(edges, mode="replace") if edges else 0
+    store.touch()
+    return written

@@ -281,7 +281,8 @@ def run_ingest(
 
 def finalize(settings: Settings, collection: str) -> tuple[int, int]:
     """Corpus-wide steps after all documents are written: edges that batch-by-batch building
-    cannot see (a title ingested after the chunk naming it, co-occurrence statistics), a sweep of
+    cannot see (a title ingested after the chunk naming it, co-occurrence statistics, entity
+    synonymy from the dense encoder), a sweep of
     entities and topics nothing introduces any more, and the vector index build. Returns the
     namespace's graph node and relationship totals."""
     from rayweave.cluster.vector_service import vector_store_for
@@ -291,6 +292,17 @@ def finalize(settings: Settings, collection: str) -> tuple[int, int]:
     graph = open_graph_store(settings, namespace=collection)
     try:
         rebuild_corpus_edges(graph)
+        if settings.graph.synonym_threshold < 1.0:
+            from rayweave.graph.indexing import rebuild_synonyms
+            from rayweave.models.factory import build_dense_encoder
+
+            encoder = build_dense_encoder(settings.models)
+            rebuild_synonyms(
+                graph,
+                lambda names: encoder.encode(names, kind="query"),
+                threshold=settings.graph.synonym_threshold,
+                max_per_entity=settings.graph.synonym_max_per_entity,
+            )
         # A run killed between a batch's entity and edge writes leaves entities nothing
         # introduces (and the re-run may name them differently); a zero threshold drops no edge.
         graph.prune(0.0)

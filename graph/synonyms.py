@@ -1,0 +1,84 @@
+"""Entity synonymy from the dense encoder (HippoRAG 2's synonym edges, without an LLM).
+
+Names the encoder places close together ("U.S." and "United States", `get_user` and `GetUser`,
+"NYC" and "New York City") become SYNONYM_OF edges, so a walk that reaches one reaches the
+passages about the other. Two rules keep look-alikes apart: names whose numbers differ are never
+synonyms (years, versions and error codes distinguish things: "1944 San Juan earthquake" and
+"1894 San Juan earthquake" sit at cosine 0.81 under MiniLM), and each entity keeps only its
+`max_per_entity` closest partners.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from rayweave.graph.schema import EdgeRow, EdgeSource, NodeLabel, NodeRef, RelType
+
+_NUMBER = re.compile(r"\d+")
+
+
+def numbers(name: str) -> tuple[str, ...]:
+    return tuple(_NUMBER.findall(name))
+
+
+def synonym_pairs(
+    names: Sequence[str],
+    vectors: np.ndarray,
+    *,
+    threshold: float,
+    max_per_entity: int,
+    block: int = 2048,
+) -> list[tuple[int, int, float]]:
+    """Pairs `(i, j, cosine)` with `i < j` among L2-normalised `vectors` at or above
+    `threshold`, each index in at most `max_per_entity` kept pairs as its own best partners,
+    numbers agreeing (see module docstring). Blocked, so memory stays `block x n`."""
+    n = len(names)
+    if n < 2:
+        return []
+    marks = [numbers(x) for x in names]
+    keys = [" ".join(x.casefold().split()) for x in names]
+    best: dict[int, list[tuple[float, int]]] = {}
+    for start in range(0, n, block):
+        sims = vectors[start : start + block] @ vectors.T
+        rows, cols = np.nonzero(sims >= threshold)
+        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+            i = start + r
+            if i == c or marks[i] != marks[c] or keys[i] == keys[c]:
+                continue
+            best.setdefault(i, []).append((float(sims[r, c]), c))
+    kept: dict[tuple[int, int], float] = {}
+    for i, partners in best.items():
+        partners.sort(key=lambda p: (-p[0], p[1]))
+        for sim, j in partners[:max_per_entity]:
+            kept[(min(i, j), max(i, j))] = round(sim, 6)
+    return sorted((i, j, s) for (i, j), s in kept.items())
+
+
+def synonym_edges(
+    entities: Sequence[tuple[str, str]],
+    vectors: np.ndarray,
+    *,
+    threshold: float,
+    max_per_entity: int,
+) -> list[EdgeRow]:
+    """SYNONYM_OF edges between `(id, name)` entities whose name vectors are close."""
+    pairs = synonym_pairs(
+        [name for _, name in entities],
+        vectors,
+        threshold=threshold,
+        max_per_entity=max_per_entity,
+    )
+    return [
+        EdgeRow(
+            rel=RelType.SYNONYM_OF,
+            src=NodeRef(NodeLabel.ENTITY, entities[i][0]),
+            dst=NodeRef(NodeLabel.ENTITY, entities[j][0]),
+            weight=sim,
+            confidence=sim,
+            source=EdgeSource.SYNONYMY,
+        )
+        for i, j, sim in pairs
+    ]
