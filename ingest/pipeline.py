@@ -81,7 +81,7 @@ def resolve_layout(settings: Settings) -> Literal["staged", "fused"]:
 
 def discover(paths: Sequence[Path], settings: Settings, summary: IngestSummary) -> list[Path]:
     """Expand files and folders; report unreadable ones; fail only if nothing is left."""
-    from rayweave.ingest.readers import discover_files
+    from rayweave.ingest.readers import discover as discover_inputs
 
     if not paths:
         raise SourceError("no paths given: name at least one file or folder to ingest")
@@ -90,13 +90,19 @@ def discover(paths: Sequence[Path], settings: Settings, summary: IngestSummary) 
         raise SourceError(f"path does not exist: {missing[0]}", path=str(missing[0]))
     for p in missing:
         summary.add_error(str(p), "path does not exist")
-    files, errors = discover_files([p for p in paths if p not in missing], settings.ingest)
-    for err in errors:
+    found = discover_inputs([p for p in paths if p not in missing], settings.ingest)
+    for err in found.errors:
         summary.add_error(err.path, err.reason)
-    if not files:
+    summary.ignored = list(found.ignored)
+    if not found.files:
         where = ", ".join(str(p) for p in paths)
-        raise SourceError(f"empty corpus: no ingestible files under {where}", path=where)
-    return files
+        why = (
+            f" ({len(found.ignored)} paths ignored by .gitignore/.rayweaveignore or ingest globs)"
+            if found.ignored
+            else ""
+        )
+        raise SourceError(f"empty corpus: no ingestible files under {where}{why}", path=where)
+    return [Path(f.path) for f in found.files]
 
 
 def _beir_corpus(folder: Path) -> Path:
