@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from rayweave.cluster.beir import CorpusIndex
 from rayweave.cluster.errors import SourceError
+from rayweave.cluster.progress import progress_bar
 from rayweave.cluster.settings import Settings
 from rayweave.ingest.report import IngestSummary
 
@@ -37,9 +38,6 @@ class StageResources:
     gpus: float
     fused: float
     fused_threads: int
-
-
-PLAIN_PROGRESS_S = 15.0
 
 
 def plan_resources(
@@ -124,8 +122,14 @@ def run_ingest(
     beir: bool = False,
     console: Console | None = None,
     collection: str | None = None,
+    corpus_index: CorpusIndex | None = None,
 ) -> IngestSummary:
-    """Ingest files/folders (or one BEIR folder) into `collection`; returns the run summary."""
+    """Ingest files/folders (or one BEIR folder) into `collection`; returns the run summary.
+
+    A BEIR corpus is read by the pipeline's read tasks, each line through the shared
+    `parse_corpus_line`; `corpus_index` (from a caller that already streamed the file, such as
+    `rayweave eval`) saves the driver its counting pass.
+    """
     import ray
     from ray.data import ActorPoolStrategy, DataContext
 
@@ -142,7 +146,7 @@ def run_ingest(
         if len(paths) != 1:
             raise SourceError("--beir takes exactly one BEIR folder")
         corpus = _beir_corpus(paths[0])
-        total = _count_lines(corpus)
+        total = corpus_index.lines if corpus_index is not None else _count_lines(corpus)
         if total == 0:
             raise SourceError(f"empty corpus: {corpus} has no records", path=str(corpus))
     else:
@@ -179,13 +183,15 @@ def run_ingest(
     if beir:
         # The read task asks for the planned share too: at Ray Data's default of 1 CPU it waits
         # forever for a core that the actor pools already hold.
-        ds = ray.data.read_json(
-            str(corpus),
-            lines=True,
-            override_num_blocks=max(2, total // 2000),
+        ds = ray.data.read_text(
+            str(corpus), override_num_blocks=max(2, total // 2000), num_cpus=res.task
+        )
+        ds = ds.map_batches(
+            stages.load_beir_lines,
+            fn_kwargs={"source": str(corpus.resolve())},
+            batch_size=ing.batch_size,
             num_cpus=res.task,
         )
-        ds = ds.map_batches(stages.load_beir_records, batch_size=ing.batch_size, num_cpus=res.task)
     else:
         ds = ray.data.from_items(
             [{"path": str(p)} for p in files], override_num_blocks=max(1, min(len(files) // 8, 64))
@@ -253,31 +259,17 @@ def run_ingest(
             batch_size=ing.batch_size,
         )
 
-    progress = Progress(
-        TextColumn("[bold]ingest[/bold] {task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    )
-    # Without a terminal (logs, `ray job submit`) rich draws nothing live: print a line instead
-    # every PLAIN_PROGRESS_S seconds so that long runs still show they are moving.
-    plain = not console.is_terminal
-    done, last_line = 0, time.monotonic()
-    with progress:
-        task = progress.add_task(collection, total=total)
+    with progress_bar(
+        console,
+        f"ingest {collection}",
+        total,
+        unit="documents",
+        detail=lambda: f"{summary.chunks} chunks",
+    ) as advance:
         for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
             for outcome in batch["outcome"]:
                 summary.add(outcome)
-            done += len(batch["outcome"])
-            progress.update(task, advance=len(batch["outcome"]))
-            if plain and time.monotonic() - last_line >= PLAIN_PROGRESS_S:
-                last_line = time.monotonic()
-                console.print(
-                    f"ingest {collection}: {done}/{total} documents, "
-                    f"{summary.chunks} chunks, {last_line - started:.0f}s"
-                )
+            advance(len(batch["outcome"]))
 
     with console.status("linking entities across documents and building the vector index"):
         summary.graph_nodes, summary.graph_edges = finalize(settings, collection)

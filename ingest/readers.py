@@ -23,10 +23,11 @@ import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import pathspec
 
+from rayweave.cluster.beir import BeirDocument, iter_corpus, parse_corpus_record
 from rayweave.cluster.errors import SourceError
 from rayweave.cluster.settings import IngestSettings
 from rayweave.cluster.types import ContentType, Document, content_hash, stable_id
@@ -495,75 +496,36 @@ def empty_corpus_error(
 def read_beir_corpus(
     folder: str | os.PathLike[str], *, errors: list[ReadError] | None = None
 ) -> Iterator[Document]:
-    """Documents of a BEIR `corpus.jsonl` (`_id`, `title`, `text`), `id` = `_id`.
+    """Documents of a BEIR `corpus.jsonl` (`_id`, `title`, `text`), `id` = `_id`, streamed.
 
-    The content type is sniffed per record (CoSQA's records are bare Python functions with empty
-    titles: CODE/python, titled by the function name). A bad record raises `SourceError` naming
-    file and line, unless `errors` is given: then it is appended there and reading goes on. A
-    missing file and a corpus without records always raise.
+    Records go through the shared parser (`cluster.beir.iter_corpus`). The content type is
+    sniffed per record (CoSQA's records are bare Python functions with empty titles:
+    CODE/python, titled by the function name). A bad record raises `SourceError` naming file and
+    line, unless `errors` is given: then it is appended there and reading goes on. A missing file
+    and a corpus without records always raise.
     """
     root = Path(folder).expanduser()
     corpus = root / "corpus.jsonl" if root.is_dir() else root
     if not corpus.exists():
         raise SourceError(f"BEIR corpus {corpus} does not exist", path=str(corpus))
     source = str(corpus.resolve())
+
+    def bad(lineno: int, reason: str) -> None:
+        if errors is None:
+            raise SourceError(f"{source}:{lineno}: {reason}", path=source)
+        errors.append(ReadError(path=source, line=lineno, reason=reason))
+
     count = 0
-    seen: set[str] = set()
-    with _open_binary(corpus) as fh:
-        for lineno, raw in enumerate(fh, 1):
-            try:
-                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-            except UnicodeDecodeError as exc:
-                problem = SourceError(
-                    f"{source}:{lineno}: invalid UTF-8 at byte {exc.start} of the line", path=source
-                )
-                if errors is None:
-                    raise problem from exc
-                errors.append(
-                    ReadError(
-                        path=source,
-                        line=lineno,
-                        reason=f"invalid UTF-8 at byte {exc.start} of the line",
-                    )
-                )
-                continue
-            if not line.strip():
-                continue
-            try:
-                doc = _beir_record(line, source, lineno, seen)
-            except SourceError as exc:
-                if errors is None:
-                    raise
-                errors.append(
-                    ReadError(path=source, line=lineno, reason=_reason(exc, f"{source}:{lineno}"))
-                )
-                continue
-            count += 1
-            yield doc
+    for lineno, record in iter_corpus(source, on_error=bad if errors is not None else None):
+        try:
+            doc = beir_document(record, source=source, line=lineno)
+        except SourceError as exc:
+            bad(lineno, _reason(exc, f"{source}:{lineno}"))
+            continue
+        count += 1
+        yield doc
     if count == 0:
         raise SourceError(f"empty corpus: {corpus} holds no valid records", path=str(corpus))
-
-
-def _open_binary(path: Path) -> BinaryIO:
-    try:
-        return open(path, "rb")
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read: {_os_reason(exc)}", path=str(path)) from exc
-
-
-def _beir_record(line: str, source: str, lineno: int, seen: set[str]) -> Document:
-    where = f"{source}:{lineno}"
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise SourceError(
-            f"{where}: invalid JSON: {exc.msg} at column {exc.colno}", path=source
-        ) from exc
-    doc = beir_record_to_document(row, source=source, line=lineno)
-    if doc.id in seen:
-        raise SourceError(f"{where}: duplicate _id {doc.id!r}", path=source)
-    seen.add(doc.id)
-    return doc
 
 
 def beir_record_to_document(
@@ -571,29 +533,29 @@ def beir_record_to_document(
 ) -> Document:
     """One BEIR corpus record (`_id`, `title`, `text`) as a `Document` with `id` = `_id`.
 
-    The content type is sniffed from the text (CoSQA records are bare Python functions with
-    empty titles: CODE/python, titled by the function name). A bad record raises `SourceError`
-    naming the source and line when given.
+    A bad record raises `SourceError` naming the source and line when given.
     """
     where = f"{source}:{line}" if source and line is not None else (source or "BEIR record")
-    if not isinstance(row, Mapping):
-        raise SourceError(f"{where}: record is not a JSON object", path=source)
-    doc_id = row.get("_id")
-    if not isinstance(doc_id, str | int) or str(doc_id) == "":
-        raise SourceError(f"{where}: missing or invalid '_id'", path=source)
-    doc_id = str(doc_id)
-    text = row.get("text")
-    title = row.get("title") or ""
-    if not isinstance(text, str) or not isinstance(title, str):
-        raise SourceError(f"{where}: 'text' and 'title' must be strings", path=source)
+    record = parse_corpus_record(row, where=where, path=source)
+    return beir_document(record, source=source, line=line)
+
+
+def beir_document(
+    record: BeirDocument, *, source: str | None = None, line: int | None = None
+) -> Document:
+    """A parsed corpus record as a `Document`; its content type is sniffed from the text (CoSQA
+    records are bare Python functions with empty titles: CODE/python, titled by the function
+    name). Empty text raises `SourceError`."""
+    where = f"{source}:{line}" if source and line is not None else (source or "BEIR record")
+    text, title = record.text, record.title
     if not text.strip():
-        raise SourceError(f"{where}: empty text for _id {doc_id!r}", path=source)
+        raise SourceError(f"{where}: empty text for _id {record.id!r}", path=source)
     detected = sniff_text(text)
     if not title and detected.content_type == ContentType.CODE:
         title = _first_definition(text)
     return Document(
-        id=doc_id,
-        source=f"{source}#{doc_id}" if source else doc_id,
+        id=record.id,
+        source=f"{source}#{record.id}" if source else record.id,
         title=title,
         content_type=detected.content_type,
         text=text,

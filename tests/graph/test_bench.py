@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from rayweave.cluster.errors import SourceError
 from rayweave.cluster.services import GraphServer
@@ -54,8 +56,14 @@ def test_bench_reports_rates_latencies_and_recall(tmp_path: Path) -> None:
         graph={"embedded_port": ports[0], "embedded_http_port": ports[1], "embedded_heap_mb": 256},
     )
     try:
+        log = io.StringIO()
         rows = run_graph_bench(
-            settings, data_dir=tmp_path / "data", corpora=["tiny"], seeds=1, recall_k=2
+            settings,
+            data_dir=tmp_path / "data",
+            corpora=["tiny"],
+            seeds=1,
+            recall_k=2,
+            console=Console(file=log, width=200),  # what `rayweave bench graph` passes
         )
     finally:
         GraphServer.from_settings(settings).stop()
@@ -66,6 +74,9 @@ def test_bench_reports_rates_latencies_and_recall(tmp_path: Path) -> None:
     # One seed (A) plus the bridge reaches B: both gold documents in the top 2.
     assert metrics["tfidf top1 + graph all gold in top2"].value == 1.0
     assert "search multi_hop p99" in format_table(rows)
+    # one query x five traversals, after build and two writes; then the table
+    assert "bench graph tiny: 8/8 steps" in log.getvalue()
+    assert "search multi_hop p99" in log.getvalue()
 
 
 def test_missing_corpus_is_a_source_error(tmp_path: Path) -> None:
