@@ -3,14 +3,19 @@
 Only the files' documented fields are used (`_id`, `title`, `text`; `query-id`, `corpus-id`,
 `score`). Every problem is reported as a `SourceError` naming the file (and line) at fault, so a
 broken evaluation set fails loudly instead of quietly scoring against half the judgements.
+
+`parse_corpus_line` is the one corpus record parser: `rayweave ingest --beir` runs it in its read
+tasks, `iter_corpus` streams a file through it (the ingest benches, `readers.read_beir_corpus`,
+`load_corpus`), and `index_corpus` keeps only the ids, which is all `rayweave eval` needs to check
+its judgements (the corpus itself is read by the ingest pipeline, not held in the driver).
 """
 
 from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +39,20 @@ class BeirDataset:
 
     name: str
     corpus: dict[str, BeirDocument]
+    """Empty when loaded with `corpus=False` (the ids are in `index`)."""
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
+    index: CorpusIndex | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CorpusIndex:
+    """What one streaming pass over `corpus.jsonl` keeps: the ids and the record lines."""
+
+    path: Path
+    ids: frozenset[str] = field(repr=False)
+    lines: int
+    """Non-blank lines: the rows a pipeline reading the file will see (bad ones included)."""
 
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -53,7 +70,8 @@ def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise SourceError(
-                    f"{path}:{lineno}: not valid JSON ({exc.msg})", path=str(path)
+                    f"{path}:{lineno}: invalid JSON: {exc.msg} at column {exc.colno}",
+                    path=str(path),
                 ) from exc
             if not isinstance(record, dict):
                 raise SourceError(f"{path}:{lineno}: expected a JSON object", path=str(path))
@@ -71,20 +89,103 @@ def _field(
     return str(value)
 
 
+# -- corpus.jsonl --------------------------------------------------------------------------------
+
+
+def parse_corpus_record(row: object, *, where: str, path: str | None = None) -> BeirDocument:
+    """One corpus record (`_id` string or number, `text` string, optional `title` string)."""
+    if not isinstance(row, Mapping):
+        raise SourceError(f"{where}: record is not a JSON object", path=path)
+    doc_id = row.get("_id")
+    if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or str(doc_id) == "":
+        raise SourceError(f"{where}: missing or invalid '_id'", path=path)
+    text = row.get("text")
+    title = row.get("title") or ""
+    if text is None:
+        raise SourceError(f"{where}: missing field 'text' for _id {str(doc_id)!r}", path=path)
+    if not isinstance(text, str) or not isinstance(title, str):
+        raise SourceError(f"{where}: 'text' and 'title' must be strings", path=path)
+    return BeirDocument(id=str(doc_id), title=title, text=text)
+
+
+def parse_corpus_line(line: str, *, where: str, path: str | None = None) -> BeirDocument:
+    """One line of `corpus.jsonl`; a problem raises `SourceError` prefixed with `where`."""
+    try:
+        row = json.loads(line.lstrip("\ufeff"))
+    except json.JSONDecodeError as exc:
+        raise SourceError(
+            f"{where}: invalid JSON: {exc.msg} at column {exc.colno}", path=path
+        ) from exc
+    return parse_corpus_record(row, where=where, path=path)
+
+
+OnError = Callable[[int, str], None]
+"""Called with (line number, reason) for a bad record; reading goes on."""
+
+
+def iter_corpus(
+    path: Path | str, *, on_error: OnError | None = None
+) -> Iterator[tuple[int, BeirDocument]]:
+    """(line number, record) for each record of a `corpus.jsonl`, streamed, duplicates refused.
+
+    A bad line raises `SourceError` naming file and line, unless `on_error` takes it. A missing
+    file and a corpus without a valid record always raise.
+    """
+    corpus = Path(path)
+    source = str(corpus)
+    try:
+        handle = corpus.open("rb")
+    except FileNotFoundError:
+        raise SourceError(f"BEIR corpus {corpus} does not exist", path=source) from None
+    except OSError as exc:
+        raise SourceError(f"BEIR corpus {corpus} cannot be read: {exc}", path=source) from exc
+    seen: set[str] = set()
+    with handle:
+        for lineno, raw in enumerate(handle, 1):
+            where = f"{source}:{lineno}"
+            try:
+                try:
+                    line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+                except UnicodeDecodeError as exc:
+                    raise SourceError(
+                        f"{where}: invalid UTF-8 at byte {exc.start} of the line", path=source
+                    ) from exc
+                if not line.strip():
+                    continue
+                record = parse_corpus_line(line, where=where, path=source)
+                if record.id in seen:
+                    raise SourceError(f"{where}: duplicate _id {record.id!r}", path=source)
+            except SourceError as exc:
+                if on_error is None:
+                    raise
+                on_error(lineno, str(exc).removeprefix(f"{where}: "))
+                continue
+            seen.add(record.id)
+            yield lineno, record
+    if not seen:
+        raise SourceError(f"empty corpus: {corpus} holds no valid records", path=source)
+
+
+def index_corpus(path: Path | str, *, on_error: OnError | None = None) -> CorpusIndex:
+    """The ids and record lines of a `corpus.jsonl` in one streaming pass (texts are dropped)."""
+    lines = 0
+
+    def bad(lineno: int, reason: str) -> None:
+        nonlocal lines
+        lines += 1
+        if on_error is not None:
+            on_error(lineno, reason)
+
+    ids: set[str] = set()
+    for _lineno, record in iter_corpus(path, on_error=bad if on_error is not None else None):
+        ids.add(record.id)
+        lines += 1
+    return CorpusIndex(path=Path(path), ids=frozenset(ids), lines=lines)
+
+
 def load_corpus(path: Path) -> dict[str, BeirDocument]:
-    corpus: dict[str, BeirDocument] = {}
-    for lineno, record in _jsonl(path):
-        doc_id = _field(record, "_id", path, lineno)
-        if doc_id in corpus:
-            raise SourceError(f"{path}:{lineno}: duplicate _id {doc_id!r}", path=str(path))
-        corpus[doc_id] = BeirDocument(
-            id=doc_id,
-            title=_field(record, "title", path, lineno, required=False),
-            text=_field(record, "text", path, lineno),
-        )
-    if not corpus:
-        raise SourceError(f"BEIR corpus {path} is empty", path=str(path))
-    return corpus
+    """The whole corpus in memory (the model benches encode all of it)."""
+    return {record.id: record for _lineno, record in iter_corpus(path)}
 
 
 def load_queries(path: Path) -> dict[str, str]:
@@ -126,12 +227,23 @@ def load_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def load_beir(folder: Path | str, *, split: str = "test") -> BeirDataset:
-    """Load a BEIR folder; judgements naming unknown queries or documents are errors."""
+def load_beir(folder: Path | str, *, split: str = "test", corpus: bool = True) -> BeirDataset:
+    """Load a BEIR folder; judgements naming unknown queries or documents are errors.
+
+    `corpus=False` streams the corpus for its ids only (`index`), for callers that score rankings
+    of corpus ids without the texts: memory stays at the ids whatever the corpus size.
+    """
     root = Path(folder).expanduser()
     if not root.is_dir():
         raise SourceError(f"BEIR data set folder {root} does not exist", path=str(root))
-    corpus = load_corpus(root / "corpus.jsonl")
+    documents: dict[str, BeirDocument] = {}
+    if corpus:
+        documents = load_corpus(root / "corpus.jsonl")
+        index = CorpusIndex(
+            path=root / "corpus.jsonl", ids=frozenset(documents), lines=len(documents)
+        )
+    else:
+        index = index_corpus(root / "corpus.jsonl")
     queries = load_queries(root / "queries.jsonl")
     qrels_path = root / "qrels" / f"{split}.tsv"
     qrels = load_qrels(qrels_path)
@@ -140,11 +252,13 @@ def load_beir(folder: Path | str, *, split: str = "test") -> BeirDataset:
             raise SourceError(
                 f"{qrels_path}: query-id {qid!r} is not in queries.jsonl", path=str(qrels_path)
             )
-        missing = [doc_id for doc_id in judged if doc_id not in corpus]
+        missing = [doc_id for doc_id in judged if doc_id not in index.ids]
         if missing:
             raise SourceError(
                 f"{qrels_path}: corpus-id {missing[0]!r} (query {qid!r}) is not in corpus.jsonl",
                 path=str(qrels_path),
             )
     judged_queries = {qid: text for qid, text in queries.items() if qid in qrels}
-    return BeirDataset(name=root.name, corpus=corpus, queries=judged_queries, qrels=qrels)
+    return BeirDataset(
+        name=root.name, corpus=documents, queries=judged_queries, qrels=qrels, index=index
+    )

@@ -354,20 +354,19 @@ def bench_graph(
 ) -> None:
     """Graph build and write rates, Cypher traversal and in-memory walk latency (p50/p99) and the
     projection's size, on the dev corpora and a synthetic 100k-passage / 1M-edge graph."""
-    from rayweave.graph.bench import DEFAULT_SYNTHETIC, format_table, run_graph_bench
+    from rayweave.graph.bench import DEFAULT_SYNTHETIC, run_graph_bench
 
     settings = _run(lambda: _settings(config))
-    rows = _run(
+    _run(
         lambda: run_graph_bench(
             settings,
             data_dir=data,
             corpora=corpora or ["hotpotqa-dev", "musique-dev", "cosqa-dev"],
             max_queries=max_queries,
             synthetic=DEFAULT_SYNTHETIC if synthetic else None,
-            log=out.print,
+            console=out,
         )
     )
-    out.print(format_table(rows))
 
 
 @app.command("eval")

@@ -384,11 +384,19 @@ class IngestSettings(_Group):
     )
     include: tuple[str, ...] = Field(
         default=(),
-        description="Glob patterns to include when walking folders; empty = all known types.",
+        description="Glob patterns to include when walking folders (gitignore syntax); empty = "
+        "all known types.",
     )
     exclude: tuple[str, ...] = Field(
         default=(".git/**", "**/node_modules/**", "**/__pycache__/**", "**/.venv/**"),
-        description="Glob patterns to skip when walking folders.",
+        description="Glob patterns to skip when walking folders (gitignore syntax, relative to "
+        "the walked folder; they win over ignore files).",
+    )
+    respect_gitignore: bool = Field(
+        default=True,
+        description="Leave out what `.gitignore` files ignore (at any depth under a walked "
+        "folder, git's precedence and `!` negation). `.rayweaveignore` files (same syntax) are "
+        "always honoured; files named explicitly are always ingested.",
     )
     layout: Literal["auto", "staged", "fused"] = Field(
         default="auto",

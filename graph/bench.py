@@ -31,7 +31,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.console import Console
+
+from rayweave.cluster.beir import iter_corpus
 from rayweave.cluster.errors import SourceError
+from rayweave.cluster.progress import Advance, progress_bar
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Chunk, Hit, Level
 from rayweave.graph.bench_projection import (
@@ -73,21 +77,18 @@ def load_beir(folder: Path, *, max_queries: int | None = None) -> _Corpus:
         raise SourceError(
             f"{corpus_file} not found (expected a BEIR folder)", path=str(corpus_file)
         )
-    chunks = []
-    with corpus_file.open(encoding="utf-8") as handle:
-        for i, line in enumerate(handle):
-            rec = json.loads(line)
-            chunks.append(
-                Chunk(
-                    id=str(rec["_id"]),
-                    doc_id=str(rec["_id"]),
-                    level=Level.SECTION,
-                    text=str(rec.get("text", "")),
-                    title=str(rec.get("title") or ""),
-                    position=0,
-                    source=f"{folder.name}/{i}",
-                )
-            )
+    chunks = [
+        Chunk(
+            id=rec.id,
+            doc_id=rec.id,
+            level=Level.SECTION,
+            text=rec.text,
+            title=rec.title,
+            position=0,
+            source=f"{folder.name}/{i}",
+        )
+        for i, (_lineno, rec) in enumerate(iter_corpus(corpus_file))
+    ]
     qrels: dict[str, set[str]] = defaultdict(set)
     qrel_file = folder / "qrels" / "test.tsv"
     if qrel_file.is_file():
@@ -156,9 +157,12 @@ def run_graph_bench(
     keep: bool = False,
     synthetic: SyntheticGraph | None = DEFAULT_SYNTHETIC,
     log: Callable[[str], None] | None = None,
+    console: Console | None = None,
 ) -> list[BenchRow]:
-    """Run the benchmark (see module docstring) and return its figures."""
+    """Run the benchmark (see module docstring) and return its figures; with a `console`, each
+    corpus gets a progress bar (build, writes, every timed traversal) and the table is printed."""
     rows: list[BenchRow] = []
+    con = console or Console(quiet=True)
     say = log or (lambda _msg: None)
     if synthetic is not None:
         rows.extend(_bench_synthetic(synthetic, settings, say))
@@ -168,23 +172,28 @@ def run_graph_bench(
             corpus = load_beir(Path(data_dir) / name, max_queries=max_queries)
             store = base.for_namespace(f"bench-{name}-{uuid.uuid4().hex[:8]}")
             try:
-                rows.extend(
-                    _bench_corpus(
-                        corpus,
-                        store,
-                        settings,
-                        seeds=seeds,
-                        recall_k=recall_k,
-                        graph_slots=graph_slots,
-                        say=say,
+                steps = 3 + len(_CASES) * len(corpus.queries)
+                with progress_bar(con, f"bench graph {name}", steps, unit="steps") as advance:
+                    rows.extend(
+                        _bench_corpus(
+                            corpus,
+                            store,
+                            settings,
+                            seeds=seeds,
+                            recall_k=recall_k,
+                            graph_slots=graph_slots,
+                            say=say,
+                            advance=advance,
+                        )
                     )
-                )
             finally:
                 if not keep:
                     store.drop_namespace()
                 store.close()
     finally:
         base.close()
+    if console is not None:
+        console.print(format_table(rows), markup=False, highlight=False)
     return rows
 
 
@@ -205,6 +214,16 @@ def _bench_synthetic(
     return out
 
 
+_CASES = (
+    "expand",
+    "entity_search",
+    "bridge",
+    "search general",
+    "search multi_hop",
+    "ppr multi_hop",
+)
+
+
 def _bench_corpus(
     corpus: _Corpus,
     store: GraphStore,
@@ -214,6 +233,7 @@ def _bench_corpus(
     recall_k: int,
     graph_slots: int,
     say: Callable[[str], None],
+    advance: Advance,
 ) -> list[BenchRow]:
     out: list[BenchRow] = []
 
@@ -226,14 +246,17 @@ def _bench_corpus(
     started = time.perf_counter()
     batch = build_graph(corpus.chunks, settings=settings.graph)
     build_s = time.perf_counter() - started
+    advance(1)
     add("build_graph", n / build_s, "records/s")
 
     started = time.perf_counter()
     store.write_chunks(corpus.chunks)
     chunk_s = time.perf_counter() - started
+    advance(1)
     started = time.perf_counter()
     store.write_batch(batch)
     batch_s = time.perf_counter() - started
+    advance(1)
     counts = store.counts()
     nodes = sum(counts.nodes.values())
     edges = sum(counts.relationships.values())
@@ -290,6 +313,7 @@ def _bench_corpus(
             ),
             "ppr multi_hop": ppr,
         }
+        assert tuple(cases) == _CASES  # the progress bar's step count
         ks = sorted({5, recall_k})
         scored = ("search multi_hop", "ppr multi_hop")
         merged_recall: dict[tuple[str, int], list[float]] = {(c, k): [] for c in scored for k in ks}
@@ -322,6 +346,7 @@ def _bench_corpus(
                 started = time.perf_counter()
                 hits = fn(text, seed_list)
                 latencies.append((time.perf_counter() - started) * 1000.0)
+                advance(1)
                 if case in scored and qid in corpus.qrels:
                     gold = corpus.qrels[qid]
                     lexical = [c for c, _ in top]

@@ -28,6 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rayweave.cluster.errors import InputError, SourceError
+from rayweave.cluster.progress import progress_bar
 from rayweave.cluster.settings import IngestSettings, Settings
 from rayweave.cluster.types import Document, Level
 from rayweave.ingest.chunking import chunk_documents
@@ -375,7 +376,10 @@ def run_ingest_bench(
             n = write_subset(Path(data_dir) / name / "corpus.jsonl", subset, limit)
             con.print(f"{name}: {n} documents; bare baseline ...", highlight=False)
             load = os.getloadavg()[0]
-            baseline = _run_baseline(subset / "corpus.jsonl", settings, sample_interval_s)
+            # One opaque call in a child process: the bar shows it is running and for how long.
+            with progress_bar(con, f"bench ingest {name}: bare baseline", 1, unit="run") as done:
+                baseline = _run_baseline(subset / "corpus.jsonl", settings, sample_interval_s)
+                done(1)
             con.print(f"{name}: Ray Data pipeline ...", highlight=False)
             connect(settings)
             resolve_graph_connection(settings)
@@ -391,7 +395,9 @@ def run_ingest_bench(
                 ):
                     start_mb = rss.peak_mb
                     t0 = time.perf_counter()
-                    summary = run_ingest(settings, [subset], beir=True, collection=collection)
+                    summary = run_ingest(
+                        settings, [subset], beir=True, collection=collection, console=con
+                    )
                     seconds = time.perf_counter() - t0
             finally:
                 _drop(settings, collection)

@@ -1,6 +1,7 @@
 """Source code split on syntax boundaries, with the symbols each piece defines and uses.
 
-tree-sitter parses Python, JavaScript, TypeScript/TSX, Rust, Go, Java and Solidity into units
+tree-sitter parses Python, JavaScript, TypeScript/TSX, Rust, Go, Java, Solidity, C, C++, C#,
+Kotlin, Swift, Scala and PHP (one single-grammar wheel each, nothing fetched at run time) into units
 module -> class -> function. A unit keeps its leading doc comments, decorators and attributes; a
 class that fits the token limit stays whole, a larger one is laid out member by member with the
 class signature as context; a function is never cut unless it alone exceeds the limit, and then
@@ -8,7 +9,7 @@ it is split between statements with its signature repeated as context. Small nei
 (imports, constants, tiny functions) are packed together up to `min_tokens`.
 
 Languages without a working grammar here (Move: the published `tree-sitter-move` 0.0.2 wheel
-ships a macOS binary; C, Kotlin, ...) use a brace scanner that finds the same module ->
+ships a macOS binary; any grammar whose wheel fails to load) use a brace scanner that finds the same module ->
 declaration -> function boundaries in any C-like syntax, and everything else (YAML, SQL, shell)
 is split into blank-line-separated windows. Nothing here raises on bad code: tree-sitter
 recovers from syntax errors and the fall-backs accept any text.
@@ -140,6 +141,13 @@ class _Spec:
     types: frozenset[str] = frozenset()
     declarators: frozenset[str] = frozenset()
     kinds: dict[str, str] = field(default_factory=dict)
+    # Grammars differ in shape; these let one walker read them all.
+    bodies: frozenset[str] = frozenset()  # body node types where there is no `body` field
+    receivers: dict[str, str] = field(default_factory=dict)  # call type -> its receiver field
+    transparent: frozenset[str] = frozenset()  # wrappers laid out as their children (#ifdef)
+    bodied: frozenset[str] = frozenset()  # definitions only with a body (`struct s {...}`)
+    fixed_names: dict[str, str] = field(default_factory=dict)  # nameless definitions (`init`)
+    identifiers: frozenset[str] = frozenset({"identifier", "type_identifier", "field_identifier"})
 
 
 def _loader(module: str, attr: str = "language") -> Callable[[], Any]:
@@ -178,6 +186,9 @@ def _js_spec(
         kinds=kinds,
     )
 
+
+# C preprocessor conditionals hold whole definitions (header guards): lay out what is inside.
+_PREPROC_BRANCHES = frozenset({"preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif"})
 
 _SPECS: dict[str, _Spec] = {
     "python": _Spec(
@@ -345,6 +356,220 @@ _SPECS: dict[str, _Spec] = {
             "error_declaration": "error",
         },
     ),
+    "c": _Spec(
+        "c",
+        _loader("tree_sitter_c"),
+        functions=frozenset({"function_definition"}),
+        definitions=frozenset(
+            {
+                "struct_specifier",
+                "union_specifier",
+                "enum_specifier",
+                "type_definition",
+                "preproc_function_def",
+            }
+        ),
+        imports=frozenset({"preproc_include"}),
+        calls=(("call_expression", "function"),),
+        comments=frozenset({"comment"}),
+        types=frozenset({"type_identifier"}),
+        transparent=_PREPROC_BRANCHES,
+        bodied=frozenset({"struct_specifier", "union_specifier", "enum_specifier"}),
+        kinds={
+            "function_definition": "function",
+            "struct_specifier": "struct",
+            "union_specifier": "union",
+            "enum_specifier": "enum",
+            "type_definition": "type",
+            "preproc_function_def": "macro",
+        },
+    ),
+    "cpp": _Spec(
+        "cpp",
+        _loader("tree_sitter_cpp"),
+        containers=frozenset(
+            {"class_specifier", "struct_specifier", "union_specifier", "namespace_definition"}
+        ),
+        functions=frozenset({"function_definition"}),
+        definitions=frozenset(
+            {"enum_specifier", "type_definition", "alias_declaration", "preproc_function_def"}
+        ),
+        imports=frozenset({"preproc_include"}),
+        calls=(("call_expression", "function"), ("new_expression", "type")),
+        wrappers=frozenset({"template_declaration"}),
+        comments=frozenset({"comment"}),
+        attributes=frozenset({"attribute_declaration"}),
+        types=frozenset({"type_identifier"}),
+        transparent=_PREPROC_BRANCHES | {"linkage_specification", "declaration_list"},
+        bodied=frozenset(
+            {"class_specifier", "struct_specifier", "union_specifier", "enum_specifier"}
+        ),
+        kinds={
+            "class_specifier": "class",
+            "struct_specifier": "struct",
+            "union_specifier": "union",
+            "namespace_definition": "namespace",
+            "function_definition": "function",
+            "enum_specifier": "enum",
+            "type_definition": "type",
+            "alias_declaration": "type",
+            "preproc_function_def": "macro",
+        },
+    ),
+    "csharp": _Spec(
+        "csharp",
+        _loader("tree_sitter_c_sharp"),
+        containers=frozenset(
+            {
+                "class_declaration",
+                "interface_declaration",
+                "struct_declaration",
+                "record_declaration",
+                "namespace_declaration",
+            }
+        ),
+        functions=frozenset(
+            {
+                "method_declaration",
+                "constructor_declaration",
+                "destructor_declaration",
+                "operator_declaration",
+                "local_function_statement",
+            }
+        ),
+        definitions=frozenset(
+            {"enum_declaration", "delegate_declaration", "file_scoped_namespace_declaration"}
+        ),
+        imports=frozenset({"using_directive"}),
+        calls=(("invocation_expression", "function"), ("object_creation_expression", "type")),
+        comments=frozenset({"comment"}),
+        attributes=frozenset({"attribute_list"}),
+        kinds={
+            "class_declaration": "class",
+            "interface_declaration": "interface",
+            "struct_declaration": "struct",
+            "record_declaration": "record",
+            "namespace_declaration": "namespace",
+            "file_scoped_namespace_declaration": "namespace",
+            "method_declaration": "method",
+            "constructor_declaration": "constructor",
+            "destructor_declaration": "destructor",
+            "operator_declaration": "operator",
+            "enum_declaration": "enum",
+            "delegate_declaration": "delegate",
+        },
+    ),
+    "kotlin": _Spec(
+        "kotlin",
+        _loader("tree_sitter_kotlin"),
+        containers=frozenset({"class_declaration", "object_declaration", "companion_object"}),
+        functions=frozenset({"function_declaration", "secondary_constructor"}),
+        definitions=frozenset({"type_alias"}),
+        imports=frozenset({"import"}),
+        calls=(("call_expression", ""),),
+        comments=frozenset({"line_comment", "block_comment"}),
+        bodies=frozenset({"class_body", "enum_class_body", "function_body"}),
+        fixed_names={"secondary_constructor": "constructor", "companion_object": "Companion"},
+        kinds={
+            "class_declaration": "class",
+            "object_declaration": "object",
+            "companion_object": "object",
+            "function_declaration": "function",
+            "secondary_constructor": "constructor",
+            "type_alias": "type",
+        },
+    ),
+    "swift": _Spec(
+        "swift",
+        _loader("tree_sitter_swift"),
+        containers=frozenset({"class_declaration", "protocol_declaration"}),
+        functions=frozenset(
+            {
+                "function_declaration",
+                "protocol_function_declaration",
+                "init_declaration",
+                "deinit_declaration",
+            }
+        ),
+        definitions=frozenset({"typealias_declaration"}),
+        imports=frozenset({"import_declaration"}),
+        calls=(("call_expression", ""),),
+        comments=frozenset({"comment", "multiline_comment"}),
+        types=frozenset({"type_identifier"}),
+        fixed_names={"init_declaration": "init", "deinit_declaration": "deinit"},
+        identifiers=frozenset({"simple_identifier", "type_identifier"}),
+        kinds={
+            "class_declaration": "class",
+            "protocol_declaration": "protocol",
+            "function_declaration": "function",
+            "protocol_function_declaration": "function",
+            "init_declaration": "constructor",
+            "deinit_declaration": "destructor",
+            "typealias_declaration": "type",
+        },
+    ),
+    "scala": _Spec(
+        "scala",
+        _loader("tree_sitter_scala"),
+        containers=frozenset(
+            {"class_definition", "object_definition", "trait_definition", "enum_definition"}
+        ),
+        functions=frozenset({"function_definition", "function_declaration"}),
+        definitions=frozenset({"type_definition"}),
+        imports=frozenset({"import_declaration"}),
+        calls=(("call_expression", "function"), ("instance_expression", "")),
+        comments=frozenset({"comment", "block_comment"}),
+        types=frozenset({"type_identifier"}),
+        kinds={
+            "class_definition": "class",
+            "object_definition": "object",
+            "trait_definition": "trait",
+            "enum_definition": "enum",
+            "function_definition": "function",
+            "function_declaration": "function",
+            "type_definition": "type",
+        },
+    ),
+    "php": _Spec(
+        "php",
+        _loader("tree_sitter_php", "language_php"),
+        containers=frozenset(
+            {
+                "class_declaration",
+                "interface_declaration",
+                "trait_declaration",
+                "enum_declaration",
+            }
+        ),
+        functions=frozenset({"function_definition", "method_declaration"}),
+        definitions=frozenset({"namespace_definition"}),
+        imports=frozenset({"namespace_use_declaration"}),
+        calls=(
+            ("function_call_expression", "function"),
+            ("member_call_expression", "name"),
+            ("nullsafe_member_call_expression", "name"),
+            ("scoped_call_expression", "name"),
+            ("object_creation_expression", ""),
+        ),
+        receivers={
+            "member_call_expression": "object",
+            "nullsafe_member_call_expression": "object",
+            "scoped_call_expression": "scope",
+        },
+        comments=frozenset({"comment"}),
+        attributes=frozenset({"attribute_list"}),
+        types=frozenset({"named_type"}),
+        identifiers=frozenset({"name"}),
+        kinds={
+            "class_declaration": "class",
+            "interface_declaration": "interface",
+            "trait_declaration": "trait",
+            "enum_declaration": "enum",
+            "function_definition": "function",
+            "method_declaration": "method",
+            "namespace_definition": "namespace",
+        },
+    ),
 }
 _SPECS["tsx"] = replace(
     _SPECS["typescript"], name="tsx", load=_loader("tree_sitter_typescript", "language_tsx")
@@ -358,10 +583,20 @@ _ALIASES = {
     "golang": "go",
     "sol": "solidity",
     "node": "javascript",
+    "h": "c",
+    "c++": "cpp",
+    "cc": "cpp",
+    "cxx": "cpp",
+    "hpp": "cpp",
+    "cs": "csharp",
+    "c#": "csharp",
+    "kt": "kotlin",
+    "kts": "kotlin",
 }
 
-# Languages split by the brace scanner (C-like block syntax without a grammar here).
-_BRACE_LANGUAGES = frozenset({"move", "c", "cpp", "csharp", "kotlin", "swift", "scala", "php"})
+# Languages split by the brace scanner (C-like block syntax without a grammar here). A language
+# of `_SPECS` whose grammar fails to load falls back to it too.
+_BRACE_LANGUAGES = frozenset({"move"})
 
 _local = threading.local()
 _unavailable: dict[str, str] = {}
@@ -437,6 +672,7 @@ class _Source:
 
 # -- symbol extraction (tree-sitter) -------------------------------------------------------------
 
+_GENERIC_ARGS = re.compile(r"(?:::)?<[^()]*>")
 _SELF = re.compile(r"^(?:self|this|cls|super\(\)|Self)\s*(?:\.|::|->)\s*")
 _STRIP_ARGS = re.compile(r"\s+")
 _KEYWORDS = frozenset(
@@ -505,6 +741,8 @@ def _name_of(node: Any, spec: _Spec, src: _Source) -> str:
         return ""
     if t == "constructor_definition":
         return "constructor"
+    if t in spec.fixed_names:
+        return spec.fixed_names[t]
     if t in spec.declarators:
         for child in node.named_children:
             if child.type == "variable_declarator":
@@ -515,7 +753,45 @@ def _name_of(node: Any, spec: _Spec, src: _Source) -> str:
     n = node.child_by_field_name("name")
     if n is not None:
         return src.node_text(n)
+    declarator = node.child_by_field_name("declarator")
+    if declarator is not None:  # C/C++: `int *f(void)`, `typedef struct {...} name_t`
+        return _declared_name(declarator, src)
     return ""
+
+
+def _declared_name(node: Any, src: _Source) -> str:
+    """The name inside a C declarator chain (pointer -> function -> identifier)."""
+    for _ in range(16):
+        inner = node.child_by_field_name("declarator")
+        if inner is None and node.type.endswith("_declarator") and node.named_children:
+            inner = node.named_children[-1]  # `&name` (reference_declarator) has no field
+        if inner is None:
+            break
+        node = inner
+    if node.type.endswith(("identifier", "_name")):
+        return _STRIP_ARGS.sub("", src.node_text(node))
+    return ""
+
+
+def _body(node: Any, spec: _Spec) -> Any | None:
+    """A definition's body: the `body` field, or a child of a body type (Kotlin has no field)."""
+    body = node.child_by_field_name("body")
+    if body is None and spec.bodies:
+        body = next((c for c in node.named_children if c.type in spec.bodies), None)
+    return body
+
+
+def _expand(nodes: Sequence[Any], spec: _Spec) -> list[Any]:
+    """`nodes` with transparent wrappers (`#ifndef GUARD ... #endif`) replaced by their children."""
+    if not spec.transparent:
+        return list(nodes)
+    out: list[Any] = []
+    for node in nodes:
+        if node.type in spec.transparent:
+            out.extend(_expand(node.children, spec))
+        else:
+            out.append(node)
+    return out
 
 
 def _unwrap(node: Any, spec: _Spec) -> Any:
@@ -553,6 +829,11 @@ def _is_function_declarator(node: Any, spec: _Spec) -> bool:
 def _classify(node: Any, spec: _Spec) -> str:
     """container | function | definition | other, for a node already unwrapped."""
     t = node.type
+    if t in spec.bodied and (
+        node.child_by_field_name("body") is None
+        or (node.parent is not None and node.parent.type in spec.definitions)
+    ):
+        return "other"  # `struct s *p` names a type; `typedef struct {...} t` defines `t`
     if t in spec.containers:
         return "container"
     if t in spec.functions or _is_function_declarator(node, spec):
@@ -560,6 +841,29 @@ def _classify(node: Any, spec: _Spec) -> str:
     if t in spec.definitions:
         return "definition"
     return "other"
+
+
+_KEYWORD_KINDS = {
+    "class": "class",
+    "interface": "interface",
+    "struct": "struct",
+    "enum": "enum",
+    "extension": "extension",
+    "actor": "class",
+    "protocol": "protocol",
+}
+
+
+def _kind_of(node: Any, spec: _Spec, default: str) -> str:
+    """The definition kind; one node type covers several in Swift and Kotlin (`struct`, `interface`)."""
+    kind = spec.kinds.get(node.type, default)
+    if kind == "class":
+        decl = node.child_by_field_name("declaration_kind")  # Swift
+        keywords = [decl] if decl is not None else [c for c in node.children if not c.is_named]
+        for k in keywords:
+            if k.type in _KEYWORD_KINDS:
+                return _KEYWORD_KINDS[k.type]
+    return kind
 
 
 def _import_paths(node: Any, spec: _Spec, src: _Source) -> list[tuple[str, list[str]]]:
@@ -638,6 +942,63 @@ def _import_paths(node: Any, spec: _Spec, src: _Source) -> list[tuple[str, list[
         module = src.node_text(source).strip("'\"") if source is not None else ""
         names = [src.node_text(c) for c in node.children_by_field_name("import_name")]
         return [(module, names or [module.rsplit("/", 1)[-1].removesuffix(".sol")])]
+    if spec.name in ("c", "cpp"):
+        path = node.child_by_field_name("path")
+        return [(src.node_text(path).strip('<>"'), [])] if path is not None else []
+    if spec.name == "csharp":
+        alias = node.child_by_field_name("name")
+        named = [c for c in node.named_children if c.type in ("qualified_name", "identifier")]
+        target = [c for c in named if alias is None or c.id != alias.id]
+        if not target:
+            return []
+        module = src.node_text(target[-1])
+        # `using System.IO;` binds no name; `using IO = System.IO;` binds the alias.
+        return [(module, [src.node_text(alias)] if alias is not None else [])]
+    if spec.name == "kotlin":
+        path = next((c for c in node.named_children if c.type == "qualified_identifier"), None)
+        if path is None:
+            return []
+        module = src.node_text(path)
+        alias = [c for c in node.named_children if c.type == "identifier"]
+        wildcard = text.rstrip().endswith("*")
+        bound = src.node_text(alias[-1]) if alias else module.split(".")[-1]
+        return [(module, ["*"] if wildcard else [bound])]
+    if spec.name == "swift":
+        path = next((c for c in node.named_children if c.type == "identifier"), None)
+        module = src.node_text(path) if path is not None else ""
+        return [(module, [module.split(".")[-1]])] if module else []
+    if spec.name == "scala":
+        module = ".".join(
+            src.node_text(c) for c in node.children_by_field_name("path") if c.is_named
+        )
+        names = []
+        for child in node.named_children:
+            if child.type == "namespace_selectors":
+                for sel in child.named_children:
+                    alias = sel.child_by_field_name("alias")
+                    base = sel.child_by_field_name("name")
+                    names.append(src.node_text(alias or base or sel))
+            elif child.type == "namespace_wildcard":
+                names.append("*")
+            elif child.type == "as_renamed_identifier":
+                alias = child.child_by_field_name("alias")
+                names.append(src.node_text(alias) if alias is not None else "")
+        return [(module, names or [module.split(".")[-1]])] if module else []
+    if spec.name == "php":
+        out = []
+        for clause in node.named_children:
+            if clause.type != "namespace_use_clause":
+                continue
+            alias = clause.child_by_field_name("alias")
+            path = next(
+                (c for c in clause.named_children if c.type in ("qualified_name", "name")), None
+            )
+            if path is None:
+                continue
+            module = src.node_text(path).lstrip("\\")
+            bound = src.node_text(alias) if alias is not None else module.split("\\")[-1]
+            out.append((module, [bound]))
+        return out
     return []
 
 
@@ -659,7 +1020,7 @@ def _index_file(root: Any, spec: _Spec, src: _Source) -> _FileIndex:
                 for name in names:
                     if name and name != "*":
                         bound.setdefault(name, module)
-    for child in root.named_children:
+    for child in _expand(root.named_children, spec):
         inner = _unwrap(child, spec)
         if _classify(inner, spec) != "other":
             name = _name_of(inner, spec, src)
@@ -668,19 +1029,26 @@ def _index_file(root: Any, spec: _Spec, src: _Source) -> _FileIndex:
     return _FileIndex(imports, bound, top)
 
 
-def _callee(node: Any, field_name: str, src: _Source) -> str:
-    target = node.child_by_field_name(field_name)
+def _callee(node: Any, field_name: str, spec: _Spec, src: _Source) -> str:
+    """The callee as written; `field_name` "" means the call's first named child (Kotlin, Swift)."""
+    if field_name:
+        target = node.child_by_field_name(field_name)
+    else:
+        target = node.named_children[0] if node.named_children else None
     if target is None:
         return ""
     text = src.node_text(target)
-    if node.type == "method_invocation":
-        obj = node.child_by_field_name("object")
-        if obj is not None:
-            text = f"{src.node_text(obj)}.{text}"
-    text = _STRIP_ARGS.sub("", text)
+    receiver = spec.receivers.get(node.type) or (
+        "object" if node.type == "method_invocation" else ""
+    )
+    obj = node.child_by_field_name(receiver) if receiver else None
+    if obj is not None:
+        text = f"{src.node_text(obj)}.{text}"
+    text = _STRIP_ARGS.sub("", text).replace("$", "").replace("?->", ".").replace("->", ".")
+    text = _GENERIC_ARGS.sub("", text)  # `new Dictionary<string, int>()`, `make_shared<T>`
     if len(text) > 80 or "(" in text:
         # chained calls: keep the last segment only
-        text = re.split(r"[.:]+", text.rstrip(")"))[-1]
+        text = re.split(r"[.:]+", text.rstrip(")"))[-1].split("(")[0]
     return _SELF.sub("", text).removesuffix("!")
 
 
@@ -703,7 +1071,20 @@ def _dedupe(items: Sequence[str], limit: int = _MAX_LIST) -> tuple[str, ...]:
 
 
 _CLASS_KINDS = frozenset(
-    {"class", "interface", "impl", "trait", "contract", "library", "record", "enum"}
+    {
+        "class",
+        "interface",
+        "impl",
+        "trait",
+        "contract",
+        "library",
+        "record",
+        "enum",
+        "struct",
+        "object",
+        "protocol",
+        "extension",
+    }
 )
 _BUILTIN_TYPES = frozenset(
     [
@@ -797,9 +1178,13 @@ def _collect(
         next_path, next_kind = path, outer_kind
         if kind != "other":
             name = _name_of(inner, spec, src)
-            dk = spec.kinds.get(inner.type, kind)
+            dk = _kind_of(inner, spec, kind)
             if name:
                 qual = ".".join((*path, name))
+                if "::" in name and spec.name == "cpp":  # `void Resolver::lookup()` out of line
+                    qual = ".".join((*path, *name.split("::")))
+                    name = name.rsplit("::", 1)[-1]
+                    dk = "method" if dk == "function" else dk
                 if dk == "function" and outer_kind in _CLASS_KINDS:
                     dk = "method"
                 if inner.type == "method_declaration" and spec.name == "go":
@@ -828,7 +1213,7 @@ def _collect(
         for n in _walk(top):
             t = n.type
             if t in call_fields:
-                callee = _callee(n, call_fields[t], src)
+                callee = _callee(n, call_fields[t], spec, src)
                 if (
                     callee
                     and callee.split(".")[-1].lower() not in _KEYWORDS
@@ -840,7 +1225,7 @@ def _collect(
                 name = src.node_text(n)
                 if name not in _BUILTIN_TYPES:
                     refs.append(name)
-            elif t in ("identifier", "type_identifier", "field_identifier"):
+            elif t in spec.identifiers:
                 idents.add(src.node_text(n))
     for name in sorted(idents):
         if name in index.bound or name in index.top_names or (name.isupper() and len(name) > 1):
@@ -1072,7 +1457,7 @@ def _items_from_nodes(nodes: Sequence[Any], ctx: _Ctx, start: int, end: int) -> 
             items.append(_Item(src.char(p.start_byte), src.char(p.end_byte), "other", nodes=[p]))
         pending.clear()
 
-    for node in nodes:
+    for node in _expand(nodes, spec):
         if not node.is_named:
             continue
         if node.type in spec.comments or node.type in spec.attributes:
@@ -1105,8 +1490,10 @@ def _items_from_nodes(nodes: Sequence[Any], ctx: _Ctx, start: int, end: int) -> 
     return _tile(_merge_others(items), src.text, start, end)
 
 
-def _signature(node: Any, src: _Source) -> str:
-    body = node.child_by_field_name("body")
+def _signature(node: Any, ctx: _Ctx) -> str:
+    src = ctx.src
+    assert ctx.spec is not None
+    body = _body(node, ctx.spec)
     end = src.char(body.start_byte) if body is not None else src.char(node.end_byte)
     sig = src.text[src.char(node.start_byte) : end].strip()
     if body is None:
@@ -1252,15 +1639,21 @@ def _whole_unit(
         it.kind, "block"
     )
     members: tuple[CodeUnit, ...] = ()
-    signature = _signature(node, ctx.src) if node is not None else ""
+    signature = _signature(node, ctx) if node is not None else ""
     if it.kind == "container" and node is not None:
-        body = node.child_by_field_name("body")
+        assert ctx.spec is not None
+        body = _body(node, ctx.spec)
         if body is not None and body.named_children:
             first = ctx.src.char(body.named_children[0].start_byte)
             inner = _items_from_nodes(body.children, ctx, first, ctx.src.char(body.end_byte))
-            functions = [m for m in inner if m.kind == "function"]
-            _count(ctx, functions)
-            members = tuple(_whole_unit(m, ctx, own_path, signature, True) for m in functions)
+            kept = [m for m in inner if m.kind in ("function", "container")]
+            _count(ctx, kept)
+            listed: list[CodeUnit] = []
+            for m in kept:
+                unit = _whole_unit(m, ctx, own_path, signature, True)
+                # a nested class (C#'s namespace -> class) lists its own functions here too
+                listed.extend(unit.members if m.kind == "container" else (unit,))
+            members = tuple(listed)
     return _make_unit(
         ctx,
         kind,
@@ -1282,9 +1675,10 @@ def _split_container(it: _Item, ctx: _Ctx, path: tuple[str, ...]) -> list[CodeUn
     """A class over the limit: its header, then its members laid out with its signature as context."""
     node = it.node
     src = ctx.src
-    body = node.child_by_field_name("body")
+    assert ctx.spec is not None
+    body = _body(node, ctx.spec)
     own_path = (*path, it.name) if it.name else path
-    sig = _signature(node, src)
+    sig = _signature(node, ctx)
     if body is None:
         return _line_units(it.start, it.end, ctx, path, "part", it.name, "")
     named = body.named_children
@@ -1305,7 +1699,7 @@ def _split_container(it: _Item, ctx: _Ctx, path: tuple[str, ...]) -> list[CodeUn
 
 def _statements(body: Any) -> list[Any]:
     stmts = list(body.named_children)
-    if len(stmts) == 1 and stmts[0].type in ("statement_list", "block"):
+    if len(stmts) == 1 and stmts[0].type in ("statement_list", "block", "statements"):
         stmts = list(stmts[0].named_children)
     return stmts
 
@@ -1319,8 +1713,9 @@ def _split_function(
     node = it.node
     src = ctx.src
     own_path = (*path, it.name) if it.name else path
-    sig = _signature(node, src)
-    body = node.child_by_field_name("body")
+    sig = _signature(node, ctx)
+    assert ctx.spec is not None
+    body = _body(node, ctx.spec)
     stmts = _statements(body) if body is not None else []
     if len(stmts) < 2:
         return _line_units(it.start, it.end, ctx, path, "part", it.name, sig)

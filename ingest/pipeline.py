@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from rayweave.cluster.beir import CorpusIndex
 from rayweave.cluster.errors import SourceError
+from rayweave.cluster.progress import progress_bar
 from rayweave.cluster.settings import Settings
 from rayweave.ingest.report import IngestSummary
 
@@ -37,9 +38,6 @@ class StageResources:
     gpus: float
     fused: float
     fused_threads: int
-
-
-PLAIN_PROGRESS_S = 15.0
 
 
 def plan_resources(
@@ -81,7 +79,7 @@ def resolve_layout(settings: Settings) -> Literal["staged", "fused"]:
 
 def discover(paths: Sequence[Path], settings: Settings, summary: IngestSummary) -> list[Path]:
     """Expand files and folders; report unreadable ones; fail only if nothing is left."""
-    from rayweave.ingest.readers import discover_files
+    from rayweave.ingest.readers import discover as discover_inputs
 
     if not paths:
         raise SourceError("no paths given: name at least one file or folder to ingest")
@@ -90,13 +88,19 @@ def discover(paths: Sequence[Path], settings: Settings, summary: IngestSummary) 
         raise SourceError(f"path does not exist: {missing[0]}", path=str(missing[0]))
     for p in missing:
         summary.add_error(str(p), "path does not exist")
-    files, errors = discover_files([p for p in paths if p not in missing], settings.ingest)
-    for err in errors:
+    found = discover_inputs([p for p in paths if p not in missing], settings.ingest)
+    for err in found.errors:
         summary.add_error(err.path, err.reason)
-    if not files:
+    summary.ignored = list(found.ignored)
+    if not found.files:
         where = ", ".join(str(p) for p in paths)
-        raise SourceError(f"empty corpus: no ingestible files under {where}", path=where)
-    return files
+        why = (
+            f" ({len(found.ignored)} paths ignored by .gitignore/.rayweaveignore or ingest globs)"
+            if found.ignored
+            else ""
+        )
+        raise SourceError(f"empty corpus: no ingestible files under {where}{why}", path=where)
+    return [Path(f.path) for f in found.files]
 
 
 def _beir_corpus(folder: Path) -> Path:
@@ -118,8 +122,14 @@ def run_ingest(
     beir: bool = False,
     console: Console | None = None,
     collection: str | None = None,
+    corpus_index: CorpusIndex | None = None,
 ) -> IngestSummary:
-    """Ingest files/folders (or one BEIR folder) into `collection`; returns the run summary."""
+    """Ingest files/folders (or one BEIR folder) into `collection`; returns the run summary.
+
+    A BEIR corpus is read by the pipeline's read tasks, each line through the shared
+    `parse_corpus_line`; `corpus_index` (from a caller that already streamed the file, such as
+    `rayweave eval`) saves the driver its counting pass.
+    """
     import ray
     from ray.data import ActorPoolStrategy, DataContext
 
@@ -136,7 +146,7 @@ def run_ingest(
         if len(paths) != 1:
             raise SourceError("--beir takes exactly one BEIR folder")
         corpus = _beir_corpus(paths[0])
-        total = _count_lines(corpus)
+        total = corpus_index.lines if corpus_index is not None else _count_lines(corpus)
         if total == 0:
             raise SourceError(f"empty corpus: {corpus} has no records", path=str(corpus))
     else:
@@ -173,13 +183,15 @@ def run_ingest(
     if beir:
         # The read task asks for the planned share too: at Ray Data's default of 1 CPU it waits
         # forever for a core that the actor pools already hold.
-        ds = ray.data.read_json(
-            str(corpus),
-            lines=True,
-            override_num_blocks=max(2, total // 2000),
+        ds = ray.data.read_text(
+            str(corpus), override_num_blocks=max(2, total // 2000), num_cpus=res.task
+        )
+        ds = ds.map_batches(
+            stages.load_beir_lines,
+            fn_kwargs={"source": str(corpus.resolve())},
+            batch_size=ing.batch_size,
             num_cpus=res.task,
         )
-        ds = ds.map_batches(stages.load_beir_records, batch_size=ing.batch_size, num_cpus=res.task)
     else:
         ds = ray.data.from_items(
             [{"path": str(p)} for p in files], override_num_blocks=max(1, min(len(files) // 8, 64))
@@ -247,31 +259,17 @@ def run_ingest(
             batch_size=ing.batch_size,
         )
 
-    progress = Progress(
-        TextColumn("[bold]ingest[/bold] {task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    )
-    # Without a terminal (logs, `ray job submit`) rich draws nothing live: print a line instead
-    # every PLAIN_PROGRESS_S seconds so that long runs still show they are moving.
-    plain = not console.is_terminal
-    done, last_line = 0, time.monotonic()
-    with progress:
-        task = progress.add_task(collection, total=total)
+    with progress_bar(
+        console,
+        f"ingest {collection}",
+        total,
+        unit="documents",
+        detail=lambda: f"{summary.chunks} chunks",
+    ) as advance:
         for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
             for outcome in batch["outcome"]:
                 summary.add(outcome)
-            done += len(batch["outcome"])
-            progress.update(task, advance=len(batch["outcome"]))
-            if plain and time.monotonic() - last_line >= PLAIN_PROGRESS_S:
-                last_line = time.monotonic()
-                console.print(
-                    f"ingest {collection}: {done}/{total} documents, "
-                    f"{summary.chunks} chunks, {last_line - started:.0f}s"
-                )
+            advance(len(batch["outcome"]))
 
     with console.status("linking entities across documents and building the vector index"):
         summary.graph_nodes, summary.graph_edges = finalize(settings, collection)

@@ -23,8 +23,11 @@ import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
+import pathspec
+
+from rayweave.cluster.beir import BeirDocument, iter_corpus, parse_corpus_record
 from rayweave.cluster.errors import SourceError
 from rayweave.cluster.settings import IngestSettings
 from rayweave.cluster.types import ContentType, Document, content_hash, stable_id
@@ -70,6 +73,9 @@ class Discovery:
     errors: tuple[ReadError, ...]
     skipped: int = 0
     """Files ignored while walking because their type is not ingested (e.g. `.lock`, `.bin`)."""
+    ignored: tuple[str, ...] = ()
+    """Paths left out by `.gitignore` / `.rayweaveignore` rules or the include/exclude globs;
+    a folder (ending in `/`) is one entry and was not walked."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,70 +84,40 @@ class ReadResult:
     errors: list[ReadError] = field(default_factory=list)
 
 
-# -- globs ---------------------------------------------------------------------------------------
+# -- file selection ------------------------------------------------------------------------------
+
+IGNORE_FILES = (".gitignore", ".rayweaveignore")
+"""Read in every walked folder, in this order (a `.rayweaveignore` rule wins over `.gitignore`)."""
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """gitignore-flavoured globs: `**` spans folders, `*` and `?` stay within one name."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("/**", i) and i + 3 == len(pattern):
-            out.append("(?:/.*)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and (end := pattern.find("]", i + 1)) > i:
-            body = pattern[i + 1 : end]
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
+def _spec(lines: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
+    """Patterns with gitignore semantics (`pathspec`'s gitwildmatch), or None when there are none."""
+    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    return spec if any(p.include is not None for p in spec.patterns) else None
 
 
 @dataclass(frozen=True, slots=True)
-class _Globs:
-    patterns: tuple[tuple[re.Pattern[str], bool, re.Pattern[str] | None], ...]
+class _Rules:
+    """One ignore file (or the settings' globs): its patterns and the folder they are relative to."""
 
-    @classmethod
-    def of(cls, patterns: Sequence[str]) -> _Globs:
-        compiled = []
-        for p in patterns:
-            p = p.strip().lstrip("/")
-            if not p:
-                continue
-            basename_only = "/" not in p
-            folder = _glob_regex(p[:-3]) if p.endswith("/**") else None
-            compiled.append((_glob_regex(p), basename_only, folder))
-        return cls(tuple(compiled))
+    spec: pathspec.GitIgnoreSpec
+    base: str  # folder of the ignore file relative to the walk root, "" or ending in "/"
 
-    def __bool__(self) -> bool:
-        return bool(self.patterns)
+    def verdict(self, rel: str) -> bool | None:
+        """True: ignored, False: re-included by a `!` rule, None: no rule here speaks of `rel`."""
+        if not rel.startswith(self.base):
+            return None
+        return self.spec.check_file(rel[len(self.base) :]).include
 
-    def match_file(self, rel: str) -> bool:
-        name = rel.rsplit("/", 1)[-1]
-        return any(rx.match(name if base else rel) for rx, base, _ in self.patterns)
 
-    def match_folder(self, rel: str) -> bool:
-        name = rel.rsplit("/", 1)[-1]
-        for rx, base, folder in self.patterns:
-            if base and rx.match(name):
-                return True
-            if folder is not None and folder.match(rel):
-                return True
-        return False
+def _ignored(rules: Sequence[_Rules], rel: str) -> bool:
+    """Git's precedence: the deepest ignore file with a matching rule decides, later rules first."""
+    ignored = False
+    for r in rules:
+        verdict = r.verdict(rel)
+        if verdict is not None:
+            ignored = verdict
+    return ignored
 
 
 # -- discovery -----------------------------------------------------------------------------------
@@ -170,16 +146,21 @@ def _kind(mode: int) -> str:
 def discover(paths: Sequence[str | os.PathLike[str]], settings: IngestSettings) -> Discovery:
     """Walk files and folders; a named path that does not exist raises `SourceError`.
 
-    Files under folders are kept when their extension names a type we ingest and the globs allow
-    them (`settings.include`, empty = all; `settings.exclude`). A file named explicitly is kept
-    whatever its extension (its content is sniffed). Output order is deterministic.
+    Files under folders are kept when their extension names a type we ingest, no ignore file
+    (`.gitignore` unless `settings.respect_gitignore` is off, `.rayweaveignore`) in the folder or
+    above it up to the walked one ignores them, and the globs allow them (`settings.include`,
+    empty = all; `settings.exclude`); all patterns have gitignore semantics. A file named
+    explicitly is kept whatever its extension (its content is sniffed) and whatever the rules.
+    Output order is deterministic.
     """
     if not paths:
         raise SourceError("no input paths given")
-    include = _Globs.of(settings.include)
-    exclude = _Globs.of(settings.exclude)
+    include = _spec(settings.include)
+    exclude = _spec(settings.exclude)
+    names = IGNORE_FILES if settings.respect_gitignore else IGNORE_FILES[1:]
     files: list[DiscoveredFile] = []
     errors: list[ReadError] = []
+    ignored: list[str] = []
     seen: set[str] = set()
     skipped = 0
 
@@ -207,83 +188,122 @@ def discover(paths: Sequence[str | os.PathLike[str]], settings: IngestSettings) 
             errors.append(ReadError(path=str(top), reason=_os_reason(exc)))
             continue
         if stat.S_ISDIR(st.st_mode):
-            skipped += _walk(top, include, exclude, add, errors)
+            walk = _Walk(include, exclude, names, add, errors, ignored)
+            skipped += walk.run(top)
         elif stat.S_ISREG(st.st_mode):
             add(str(top), top.name, from_extension(top))
         else:
             errors.append(
                 ReadError(path=str(top), reason=f"{_kind(st.st_mode)}, not a file or folder")
             )
-    return Discovery(files=tuple(files), errors=tuple(errors), skipped=skipped)
+    return Discovery(
+        files=tuple(files), errors=tuple(errors), skipped=skipped, ignored=tuple(ignored)
+    )
 
 
-def _walk(
-    root: Path,
-    include: _Globs,
-    exclude: _Globs,
-    add: Callable[[str, str, Detected | None], None],
-    errors: list[ReadError],
-) -> int:
-    visited: dict[tuple[int, int], str] = {}
-    skipped = 0
-    stack: list[tuple[str, str]] = [(str(root), "")]
-    while stack:
-        folder, rel = stack.pop()
-        try:
-            st = os.stat(folder)
-        except OSError as exc:
-            errors.append(ReadError(path=folder, reason=_os_reason(exc)))
-            continue
-        key = (st.st_dev, st.st_ino)
-        if key in visited:
-            errors.append(
-                ReadError(
-                    path=folder,
-                    reason=f"symlink loop: leads back to {visited[key]}, not walked again",
-                )
-            )
-            continue
-        visited[key] = folder
-        try:
-            with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError as exc:
-            errors.append(ReadError(path=folder, reason=f"cannot list folder: {_os_reason(exc)}"))
-            continue
-        subfolders: list[tuple[str, str]] = []
-        for entry in entries:
-            entry_rel = f"{rel}/{entry.name}" if rel else entry.name
+@dataclass(slots=True)
+class _Walk:
+    """One folder walk: the selection rules, where results go, and the folders already entered."""
+
+    include: pathspec.GitIgnoreSpec | None
+    exclude: pathspec.GitIgnoreSpec | None
+    ignore_files: Sequence[str]
+    add: Callable[[str, str, Detected | None], None]
+    errors: list[ReadError]
+    ignored: list[str]
+
+    def run(self, root: Path) -> int:
+        """Walk `root`; returns how many files were skipped for their type."""
+        visited: dict[tuple[int, int], str] = {}
+        skipped = 0
+        base: tuple[_Rules, ...] = (_Rules(self.exclude, ""),) if self.exclude else ()
+        stack: list[tuple[str, str, tuple[_Rules, ...]]] = [(str(root), "", base)]
+        while stack:
+            folder, rel, rules = stack.pop()
             try:
-                is_dir = entry.is_dir()
-                is_file = not is_dir and entry.is_file()
+                st = os.stat(folder)
             except OSError as exc:
-                errors.append(ReadError(path=entry.path, reason=_os_reason(exc)))
+                self.errors.append(ReadError(path=folder, reason=_os_reason(exc)))
                 continue
-            if is_dir:
-                if not exclude.match_folder(entry_rel):
-                    subfolders.append((entry.path, entry_rel))
+            key = (st.st_dev, st.st_ino)
+            if key in visited:
+                self.errors.append(
+                    ReadError(
+                        path=folder,
+                        reason=f"symlink loop: leads back to {visited[key]}, not walked again",
+                    )
+                )
                 continue
-            if exclude and exclude.match_file(entry_rel):
+            visited[key] = folder
+            try:
+                with os.scandir(folder) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError as exc:
+                self.errors.append(
+                    ReadError(path=folder, reason=f"cannot list folder: {_os_reason(exc)}")
+                )
                 continue
-            if include and not include.match_file(entry_rel):
+            rules = self._with_ignore_files(folder, rel, entries, rules)
+            subfolders: list[tuple[str, str, tuple[_Rules, ...]]] = []
+            for entry in entries:
+                entry_rel = f"{rel}/{entry.name}" if rel else entry.name
+                try:
+                    is_dir = entry.is_dir()
+                    is_file = not is_dir and entry.is_file()
+                except OSError as exc:
+                    self.errors.append(ReadError(path=entry.path, reason=_os_reason(exc)))
+                    continue
+                if is_dir:
+                    if _ignored(rules, entry_rel + "/"):
+                        self.ignored.append(entry.path + "/")
+                    else:
+                        subfolders.append((entry.path, entry_rel, rules))
+                    continue
+                if _ignored(rules, entry_rel) or (
+                    self.include is not None and not self.include.match_file(entry_rel)
+                ):
+                    self.ignored.append(entry.path)
+                    continue
+                detected = from_extension(entry.name)
+                if not is_file:
+                    # Broken or looping symlinks and special files: report those that look like input.
+                    if entry.is_symlink() or detected is not None:
+                        try:
+                            mode = os.stat(entry.path).st_mode
+                            reason = _kind(mode)
+                        except OSError as exc:
+                            reason = _os_reason(exc)
+                        self.errors.append(ReadError(path=entry.path, reason=reason))
+                    continue
+                if detected is None:
+                    skipped += 1
+                    continue
+                self.add(entry.path, entry_rel, detected)
+            stack.extend(reversed(subfolders))
+        return skipped
+
+    def _with_ignore_files(
+        self, folder: str, rel: str, entries: Sequence[os.DirEntry[str]], rules: tuple[_Rules, ...]
+    ) -> tuple[_Rules, ...]:
+        """`rules` plus the ignore files of `folder`; they come before the globs (which win)."""
+        present = {e.name for e in entries}
+        found: list[_Rules] = []
+        for name in self.ignore_files:
+            if name not in present:
                 continue
-            detected = from_extension(entry.name)
-            if not is_file:
-                # Broken or looping symlinks and special files: report those that look like input.
-                if entry.is_symlink() or detected is not None:
-                    try:
-                        mode = os.stat(entry.path).st_mode
-                        reason = _kind(mode)
-                    except OSError as exc:
-                        reason = _os_reason(exc)
-                    errors.append(ReadError(path=entry.path, reason=reason))
+            path = os.path.join(folder, name)
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    spec = _spec(fh.read().splitlines())
+            except OSError as exc:
+                self.errors.append(ReadError(path=path, reason=f"cannot read: {_os_reason(exc)}"))
                 continue
-            if detected is None:
-                skipped += 1
-                continue
-            add(entry.path, entry_rel, detected)
-        stack.extend(reversed(subfolders))
-    return skipped
+            if spec is not None:
+                found.append(_Rules(spec, f"{rel}/" if rel else ""))
+        if not found:
+            return rules
+        globs = rules[-1:] if self.exclude is not None else ()
+        return (*rules[: len(rules) - len(globs)], *found, *globs)
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -424,14 +444,6 @@ def _check_notebook(text: str, path: str) -> None:
         raise SourceError(f"{path}: not a Jupyter notebook (no 'cells' list)", path=path)
 
 
-def discover_files(
-    paths: Sequence[str | os.PathLike[str]], settings: IngestSettings
-) -> tuple[list[Path], list[ReadError]]:
-    """`discover` for pipelines that ship plain paths to read tasks: (files, problems found)."""
-    found = discover(paths, settings)
-    return [Path(f.path) for f in found.files], list(found.errors)
-
-
 def document_id_for(path: str | os.PathLike[str]) -> str:
     """The id `read_document` gives the file at `path` (also for a file already deleted)."""
     return stable_id("file", os.path.realpath(os.fspath(path)))
@@ -447,7 +459,7 @@ def read_documents(paths: Sequence[str | os.PathLike[str]], settings: IngestSett
         except SourceError as exc:
             result.errors.append(ReadError(path=file.path, reason=_reason(exc, file.path)))
     if not result.documents:
-        raise empty_corpus_error(paths, result.errors, discovery.skipped)
+        raise empty_corpus_error(paths, result.errors, discovery.skipped, len(discovery.ignored))
     return result
 
 
@@ -458,7 +470,10 @@ def _reason(exc: SourceError, path: str) -> str:
 
 
 def empty_corpus_error(
-    paths: Sequence[str | os.PathLike[str]], errors: Sequence[ReadError], skipped: int = 0
+    paths: Sequence[str | os.PathLike[str]],
+    errors: Sequence[ReadError],
+    skipped: int = 0,
+    ignored: int = 0,
 ) -> SourceError:
     """The error for inputs that yield no document, listing why (first few problems)."""
     names = ", ".join(os.fspath(p) for p in paths)
@@ -469,6 +484,8 @@ def empty_corpus_error(
         detail.append(f"{len(errors)} unusable: {shown}{more}")
     if skipped:
         detail.append(f"{skipped} files of types that are not ingested")
+    if ignored:
+        detail.append(f"{ignored} paths ignored by .gitignore/.rayweaveignore or ingest globs")
     why = f": {'; '.join(detail)}" if detail else ""
     return SourceError(f"empty corpus: no ingestible documents in {names}{why}", path=names)
 
@@ -479,75 +496,36 @@ def empty_corpus_error(
 def read_beir_corpus(
     folder: str | os.PathLike[str], *, errors: list[ReadError] | None = None
 ) -> Iterator[Document]:
-    """Documents of a BEIR `corpus.jsonl` (`_id`, `title`, `text`), `id` = `_id`.
+    """Documents of a BEIR `corpus.jsonl` (`_id`, `title`, `text`), `id` = `_id`, streamed.
 
-    The content type is sniffed per record (CoSQA's records are bare Python functions with empty
-    titles: CODE/python, titled by the function name). A bad record raises `SourceError` naming
-    file and line, unless `errors` is given: then it is appended there and reading goes on. A
-    missing file and a corpus without records always raise.
+    Records go through the shared parser (`cluster.beir.iter_corpus`). The content type is
+    sniffed per record (CoSQA's records are bare Python functions with empty titles:
+    CODE/python, titled by the function name). A bad record raises `SourceError` naming file and
+    line, unless `errors` is given: then it is appended there and reading goes on. A missing file
+    and a corpus without records always raise.
     """
     root = Path(folder).expanduser()
     corpus = root / "corpus.jsonl" if root.is_dir() else root
     if not corpus.exists():
         raise SourceError(f"BEIR corpus {corpus} does not exist", path=str(corpus))
     source = str(corpus.resolve())
+
+    def bad(lineno: int, reason: str) -> None:
+        if errors is None:
+            raise SourceError(f"{source}:{lineno}: {reason}", path=source)
+        errors.append(ReadError(path=source, line=lineno, reason=reason))
+
     count = 0
-    seen: set[str] = set()
-    with _open_binary(corpus) as fh:
-        for lineno, raw in enumerate(fh, 1):
-            try:
-                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-            except UnicodeDecodeError as exc:
-                problem = SourceError(
-                    f"{source}:{lineno}: invalid UTF-8 at byte {exc.start} of the line", path=source
-                )
-                if errors is None:
-                    raise problem from exc
-                errors.append(
-                    ReadError(
-                        path=source,
-                        line=lineno,
-                        reason=f"invalid UTF-8 at byte {exc.start} of the line",
-                    )
-                )
-                continue
-            if not line.strip():
-                continue
-            try:
-                doc = _beir_record(line, source, lineno, seen)
-            except SourceError as exc:
-                if errors is None:
-                    raise
-                errors.append(
-                    ReadError(path=source, line=lineno, reason=_reason(exc, f"{source}:{lineno}"))
-                )
-                continue
-            count += 1
-            yield doc
+    for lineno, record in iter_corpus(source, on_error=bad if errors is not None else None):
+        try:
+            doc = beir_document(record, source=source, line=lineno)
+        except SourceError as exc:
+            bad(lineno, _reason(exc, f"{source}:{lineno}"))
+            continue
+        count += 1
+        yield doc
     if count == 0:
         raise SourceError(f"empty corpus: {corpus} holds no valid records", path=str(corpus))
-
-
-def _open_binary(path: Path) -> BinaryIO:
-    try:
-        return open(path, "rb")
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read: {_os_reason(exc)}", path=str(path)) from exc
-
-
-def _beir_record(line: str, source: str, lineno: int, seen: set[str]) -> Document:
-    where = f"{source}:{lineno}"
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise SourceError(
-            f"{where}: invalid JSON: {exc.msg} at column {exc.colno}", path=source
-        ) from exc
-    doc = beir_record_to_document(row, source=source, line=lineno)
-    if doc.id in seen:
-        raise SourceError(f"{where}: duplicate _id {doc.id!r}", path=source)
-    seen.add(doc.id)
-    return doc
 
 
 def beir_record_to_document(
@@ -555,29 +533,29 @@ def beir_record_to_document(
 ) -> Document:
     """One BEIR corpus record (`_id`, `title`, `text`) as a `Document` with `id` = `_id`.
 
-    The content type is sniffed from the text (CoSQA records are bare Python functions with
-    empty titles: CODE/python, titled by the function name). A bad record raises `SourceError`
-    naming the source and line when given.
+    A bad record raises `SourceError` naming the source and line when given.
     """
     where = f"{source}:{line}" if source and line is not None else (source or "BEIR record")
-    if not isinstance(row, Mapping):
-        raise SourceError(f"{where}: record is not a JSON object", path=source)
-    doc_id = row.get("_id")
-    if not isinstance(doc_id, str | int) or str(doc_id) == "":
-        raise SourceError(f"{where}: missing or invalid '_id'", path=source)
-    doc_id = str(doc_id)
-    text = row.get("text")
-    title = row.get("title") or ""
-    if not isinstance(text, str) or not isinstance(title, str):
-        raise SourceError(f"{where}: 'text' and 'title' must be strings", path=source)
+    record = parse_corpus_record(row, where=where, path=source)
+    return beir_document(record, source=source, line=line)
+
+
+def beir_document(
+    record: BeirDocument, *, source: str | None = None, line: int | None = None
+) -> Document:
+    """A parsed corpus record as a `Document`; its content type is sniffed from the text (CoSQA
+    records are bare Python functions with empty titles: CODE/python, titled by the function
+    name). Empty text raises `SourceError`."""
+    where = f"{source}:{line}" if source and line is not None else (source or "BEIR record")
+    text, title = record.text, record.title
     if not text.strip():
-        raise SourceError(f"{where}: empty text for _id {doc_id!r}", path=source)
+        raise SourceError(f"{where}: empty text for _id {record.id!r}", path=source)
     detected = sniff_text(text)
     if not title and detected.content_type == ContentType.CODE:
         title = _first_definition(text)
     return Document(
-        id=doc_id,
-        source=f"{source}#{doc_id}" if source else doc_id,
+        id=record.id,
+        source=f"{source}#{record.id}" if source else record.id,
         title=title,
         content_type=detected.content_type,
         text=text,

@@ -41,6 +41,7 @@ class IngestSummary:
     graph_edges: int = 0
     seconds: float = 0.0
     errors: list[DocumentError] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # by ignore files or globs (folders end in /)
 
     @property
     def documents_total(self) -> int:
@@ -82,6 +83,12 @@ class IngestSummary:
             f"{self.seconds:.1f}s: {self.rate(self.documents_inserted + self.documents_updated):.1f} documents/s, "
             f"{self.rate(self.chunks):.1f} chunks/s",
         ]
+        if self.ignored:
+            shown = ", ".join(self.ignored[:5]) + (", ..." if len(self.ignored) > 5 else "")
+            lines.append(
+                f"ignored {len(self.ignored)} paths (.gitignore, .rayweaveignore, ingest "
+                f"include/exclude): {shown}"
+            )
         for err in self.errors[:50]:
             lines.append(f"  error: {err.path}: {err.reason}")
         if len(self.errors) > 50:

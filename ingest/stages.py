@@ -74,19 +74,20 @@ def load_files(batch: Batch, *, settings: Settings) -> Batch:
     return _batch(works)
 
 
-def load_beir_records(batch: Batch) -> Batch:
-    """Turn BEIR corpus.jsonl rows (`_id`, `title`, `text`) into Documents."""
-    from rayweave.ingest.readers import beir_record_to_document
+def load_beir_lines(batch: Batch, *, source: str) -> Batch:
+    """BEIR corpus.jsonl lines (`ray.data.read_text` rows) into Documents, through the same
+    record parser as every other BEIR reader; a bad line fails alone, named by its `_id` or text."""
+    from rayweave.cluster.beir import parse_corpus_line
+    from rayweave.ingest.readers import beir_document
 
     works = []
-    titles = batch.get("title")
-    for i, (doc_id, text) in enumerate(zip(batch["_id"], batch["text"], strict=True)):
-        title = "" if titles is None or titles[i] is None else str(titles[i])
-        work = DocWork(source=str(doc_id))
+    for line in batch["text"]:
+        line = str(line)
+        work = DocWork(source=line[:80])
         try:
-            work.document = beir_record_to_document(
-                {"_id": str(doc_id), "title": title, "text": str(text)}
-            )
+            record = parse_corpus_line(line, where=f"{source}: record {line[:60]!r}")
+            work.source = record.id
+            work.document = beir_document(record)
         except Exception as exc:
             work.fail(exc)
         works.append(work)

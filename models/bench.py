@@ -25,7 +25,8 @@ import math
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ import torch
 
 from rayweave.cluster.beir import BeirDataset, load_beir
 from rayweave.cluster.metrics import evaluate
+from rayweave.cluster.progress import Advance, progress_bar
 from rayweave.cluster.types import SparseVector
 from rayweave.models.precision import CpuBackend, RunOptions, configure_threads, plan_execution
 from rayweave.models.resolve import resolve_model
@@ -45,6 +47,15 @@ if TYPE_CHECKING:
     from rayweave.cluster.settings import Precision, Settings
 
 log = logging.getLogger(__name__)
+
+BarFactory = Callable[[str, int], AbstractContextManager[Advance]]
+"""Opens a progress bar (label, total passes); `run_models_bench` draws them on its console."""
+
+
+@contextmanager
+def no_bar(_label: str, _total: int) -> Iterator[Advance]:
+    yield lambda _n=1: None
+
 
 DATASETS = ("hotpotqa-dev", "cosqa-dev")
 SECTIONS = ("dense", "sparse", "gpu")
@@ -200,33 +211,42 @@ def measure(
     say: Callable[[str], None],
     after_pass: Callable[[], None] = lambda: None,
     keep: dict[str, tuple[Any, Any]] | None = None,
+    bar: BarFactory = no_bar,
 ) -> list[BenchRow]:
     """Quality from one whole-corpus pass per variant; speed as the best of `rounds` timed passes
     over `sample`, the variants interleaved within each round (rotated) so that load from other
-    processes hits them alike, and the best time discards the passes it disturbed most."""
+    processes hits them alike, and the best time discards the passes it disturbed most. `bar`
+    shows the passes (quality, warm-up, timed) as they finish."""
     ndcg: dict[str, float | None] = {}
-    for v in variants:
-        if ds is None or score is None:
-            ndcg[v.label] = None
-            continue
-        texts = [d.full_text() for d in ds.corpus.values()]
-        docs, queries = v.docs(texts), v.queries(list(ds.queries.values()))
-        ndcg[v.label] = score(ds, docs, queries)
-        if keep is not None and v.baseline:
-            keep[v.label] = (docs, queries)
-        say(f"{section:6} {ds.name:13} {v.label:44} nDCG@10 {ndcg[v.label]:.4f}")
-    best = {v.label: math.inf for v in variants}
-    for v in variants:  # warm-up: first calls allocate and pick kernels
-        v.docs(sample[: min(len(sample), _PLAIN_BATCH)])
-        after_pass()
-    for r in range(rounds):
-        shift = r % len(variants)
-        for v in [*variants[shift:], *variants[:shift]]:
-            gc.collect()
-            start = time.perf_counter()
-            v.docs(sample)
+    quality = ds is not None and score is not None
+    passes = len(variants) * ((1 if quality else 0) + 1 + rounds)
+    label = f"{section} {ds.name if ds is not None else ''}".strip()
+    with bar(f"bench models {label}", passes) as advance:
+        for v in variants:
+            if ds is None or score is None:
+                ndcg[v.label] = None
+                continue
+            texts = [d.full_text() for d in ds.corpus.values()]
+            docs, queries = v.docs(texts), v.queries(list(ds.queries.values()))
+            ndcg[v.label] = score(ds, docs, queries)
+            if keep is not None and v.baseline:
+                keep[v.label] = (docs, queries)
+            advance(1)
+            say(f"{section:6} {ds.name:13} {v.label:44} nDCG@10 {ndcg[v.label]:.4f}")
+        best = {v.label: math.inf for v in variants}
+        for v in variants:  # warm-up: first calls allocate and pick kernels
+            v.docs(sample[: min(len(sample), _PLAIN_BATCH)])
             after_pass()
-            best[v.label] = min(best[v.label], time.perf_counter() - start)
+            advance(1)
+        for r in range(rounds):
+            shift = r % len(variants)
+            for v in [*variants[shift:], *variants[:shift]]:
+                gc.collect()
+                start = time.perf_counter()
+                v.docs(sample)
+                after_pass()
+                best[v.label] = min(best[v.label], time.perf_counter() - start)
+                advance(1)
     rows = [
         BenchRow(
             section=section,
@@ -357,6 +377,7 @@ def _dense_rows(
     rounds: int,
     sample_size: int,
     say: Callable[[str], None],
+    bar: BarFactory = no_bar,
 ) -> list[BenchRow]:
     from sentence_transformers import SentenceTransformer
 
@@ -416,6 +437,7 @@ def _dense_rows(
             rounds=rounds,
             say=say,
             keep=kept,
+            bar=bar,
         )
     for docs, queries in kept.values():
         rows += vector_quantization_rows(
@@ -498,6 +520,7 @@ def _sparse_rows(
     rounds: int,
     sample_size: int,
     say: Callable[[str], None],
+    bar: BarFactory = no_bar,
 ) -> list[BenchRow]:
     from rayweave.models.sparse import Bm25Encoder, load_splade
 
@@ -536,6 +559,7 @@ def _sparse_rows(
                 score=sparse_ndcg,
                 rounds=rounds,
                 say=say,
+                bar=bar,
             )
     bm25 = Bm25Encoder()
     rows += measure(
@@ -555,6 +579,7 @@ def _sparse_rows(
         score=lambda d, docs, queries: sparse_ndcg(d, docs, queries, idf=True),
         rounds=rounds,
         say=say,
+        bar=bar,
     )
     return rows
 
@@ -597,6 +622,7 @@ def bge_m3_throughput_rows(
     settings: Settings,
     rounds: int,
     say: Callable[[str], None],
+    bar: BarFactory = no_bar,
 ) -> list[BenchRow]:
     """Tokens/s of a random BGE-M3-architecture model: plain fp32 and fp16 torch loops (batches of
     32 in corpus order, padded to the longest) against our fp16 encoder (length buckets, token
@@ -672,6 +698,7 @@ def bge_m3_throughput_rows(
         rounds=rounds,
         say=say,
         after_pass=sync,
+        bar=bar,
     )
     return [dataclasses.replace(r, dataset=dataset) for r in rows]
 
@@ -767,6 +794,9 @@ def run_models_bench(
     def say(line: str) -> None:
         con.print(line, markup=False, highlight=False)
 
+    def bar(label: str, total: int) -> AbstractContextManager[Advance]:
+        return progress_bar(con, label, total, unit="passes")
+
     threads = configure_threads(settings.models.num_threads)
     say(
         f"torch threads: {threads}; data: {data_dir}; limit: {limit or 'all'}; speed: best of {rounds} over {sample_size} texts"
@@ -776,9 +806,13 @@ def run_models_bench(
         ds = subset(load_beir(Path(data_dir) / name), limit)
         say(f"{name}: {len(ds.corpus)} documents, {len(ds.queries)} queries")
         if "dense" in sections:
-            rows += _dense_rows(settings, ds, rounds=rounds, sample_size=sample_size, say=say)
+            rows += _dense_rows(
+                settings, ds, rounds=rounds, sample_size=sample_size, say=say, bar=bar
+            )
         if "sparse" in sections:
-            rows += _sparse_rows(settings, ds, rounds=rounds, sample_size=sample_size, say=say)
+            rows += _sparse_rows(
+                settings, ds, rounds=rounds, sample_size=sample_size, say=say, bar=bar
+            )
     if "gpu" in sections:
         if torch.cuda.is_available():
             from rayweave.models.tokens import load_token_counter
@@ -795,6 +829,7 @@ def run_models_bench(
                 settings=settings,
                 rounds=rounds,
                 say=say,
+                bar=bar,
             )
         else:
             say("gpu: no CUDA GPU visible to torch; the FP16 BGE-M3 throughput section is skipped")

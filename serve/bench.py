@@ -15,7 +15,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rayweave.cluster.errors import InputError, ServiceError, SourceError
+from rayweave.cluster.progress import progress_bar
 from rayweave.cluster.settings import Settings
 from rayweave.serve.schemas import Profile
 
@@ -161,6 +162,7 @@ async def _drive(
     *,
     headers: dict[str, str],
     timeout_s: float,
+    on_answer: Callable[[], None],
 ) -> CellResult:
     latencies: list[float] = []
     errors = degraded = 0
@@ -183,6 +185,7 @@ async def _drive(
             except (httpx.HTTPError, ServiceError, ValueError) as exc:
                 errors += 1
                 first_error = first_error or f"{type(exc).__name__}: {exc}"
+            on_answer()
 
     async with httpx.AsyncClient(timeout=timeout_s, limits=limits) as http:
         started = time.perf_counter()
@@ -204,11 +207,23 @@ def drive(
     *,
     headers: dict[str, str] | None = None,
     timeout_s: float = 60.0,
+    on_answer: Callable[[], None] = lambda: None,
 ) -> CellResult:
-    """POST every body to `url` from `concurrency` closed-loop clients; one cell's raw result."""
+    """POST every body to `url` from `concurrency` closed-loop clients; one cell's raw result.
+
+    `on_answer` is called after each request, answered or failed (a progress bar's tick)."""
     if concurrency < 1:
         raise InputError(f"concurrency must be >= 1, got {concurrency}")
-    return asyncio.run(_drive(url, bodies, concurrency, headers=headers or {}, timeout_s=timeout_s))
+    return asyncio.run(
+        _drive(
+            url,
+            bodies,
+            concurrency,
+            headers=headers or {},
+            timeout_s=timeout_s,
+            on_answer=on_answer,
+        )
+    )
 
 
 def render_table(rows: Sequence[ServeBenchRow], *, title: str = "serve bench") -> Table:
@@ -241,6 +256,49 @@ def _answers(url: str) -> bool:
         return httpx.get(f"{url}/healthz", timeout=5).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def _bench_profile(
+    profile: Profile,
+    *,
+    texts: Sequence[str],
+    levels: Sequence[int],
+    requests: int,
+    warmup: int,
+    top_k: int,
+    endpoint: str,
+    headers: dict[str, str],
+    timeout_s: float,
+    rows: list[ServeBenchRow],
+    con: Console,
+    tick: Callable[[], None],
+) -> None:
+    """One profile's warm-up and cells (one per client count), appended to `rows`."""
+
+    def bodies(n: int) -> list[dict[str, Any]]:
+        return [
+            {
+                "query": texts[i % len(texts)],
+                "profile": profile.value,
+                "top_k": top_k,
+                "include_context": False,
+            }
+            for i in range(n)
+        ]
+
+    if warmup:
+        drive(endpoint, bodies(warmup), 1, headers=headers, timeout_s=timeout_s, on_answer=tick)
+    for level in levels:
+        cell = drive(
+            endpoint, bodies(requests), level, headers=headers, timeout_s=timeout_s, on_answer=tick
+        )
+        rows.append(summarize(profile.value, level, cell))
+        if cell.first_error:
+            con.print(
+                f"{profile.value} x{level}: {cell.errors} error(s), first: {cell.first_error}",
+                markup=False,
+                highlight=False,
+            )
 
 
 def run_serve_bench(
@@ -293,34 +351,24 @@ def run_serve_bench(
     endpoint = f"{base}/v1/search"
     load = os.getloadavg()[0]
     rows: list[ServeBenchRow] = []
+    total = len(chosen) * (warmup + len(levels) * requests)
     try:
-        for profile in chosen:
-
-            def bodies(n: int, offset: int = 0, profile: Profile = profile) -> list[dict[str, Any]]:
-                return [
-                    {
-                        "query": texts[(offset + i) % len(texts)],
-                        "profile": profile.value,
-                        "top_k": top_k,
-                        "include_context": False,
-                    }
-                    for i in range(n)
-                ]
-
-            if warmup:
-                drive(endpoint, bodies(warmup), 1, headers=headers, timeout_s=timeout_s)
-            for level in levels:
-                cell = drive(
-                    endpoint, bodies(requests), level, headers=headers, timeout_s=timeout_s
+        with progress_bar(con, "bench serve", total, unit="requests") as advance:
+            for profile in chosen:
+                _bench_profile(
+                    profile,
+                    texts=texts,
+                    levels=levels,
+                    requests=requests,
+                    warmup=warmup,
+                    top_k=top_k,
+                    endpoint=endpoint,
+                    headers=headers,
+                    timeout_s=timeout_s,
+                    rows=rows,
+                    con=con,
+                    tick=lambda: advance(1),
                 )
-                row = summarize(profile.value, level, cell)
-                rows.append(row)
-                if cell.first_error:
-                    con.print(
-                        f"{profile.value} x{level}: {cell.errors} error(s), first: {cell.first_error}",
-                        markup=False,
-                        highlight=False,
-                    )
     finally:
         if deployed:
             from rayweave.serve.app import shutdown

@@ -28,9 +28,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from rayweave.cluster.beir import BeirDataset, load_beir
+from rayweave.cluster.beir import BeirDataset, CorpusIndex, load_beir
 from rayweave.cluster.errors import NotFoundError, SourceError
 from rayweave.cluster.metrics import METRICS
+from rayweave.cluster.progress import Advance, progress_bar
 from rayweave.cluster.settings import Settings
 from rayweave.serve.classifier import classify_query
 from rayweave.serve.schemas import Profile
@@ -135,7 +136,12 @@ def slug(name: str) -> str:
 
 
 async def _rank_all(
-    search: Any, dataset: BeirDataset, variant: Variant, *, concurrency: int = 8
+    search: Any,
+    dataset: BeirDataset,
+    variant: Variant,
+    *,
+    advance: Advance,
+    concurrency: int = 8,
 ) -> tuple[dict[str, list[str]], int]:
     semaphore = asyncio.Semaphore(concurrency)
     degraded = 0
@@ -147,6 +153,7 @@ async def _rank_all(
                 text, top_k=CHUNK_DEPTH, profile=variant.profile, hierarchical=variant.hierarchical
             )
         degraded += bool(outcome.degraded)
+        advance(1)
         return qid, document_ranking([h.doc_id for h in outcome.hits])
 
     pairs = await asyncio.gather(
@@ -176,9 +183,16 @@ def _mean(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
     return {key: sum(r[key] for r in rows) / len(rows) for key in rows[0]}
 
 
-def evaluate_variant(search: Any, dataset: BeirDataset, variant: Variant) -> VariantResult:
+def evaluate_variant(
+    search: Any, dataset: BeirDataset, variant: Variant, *, console: Console | None = None
+) -> VariantResult:
+    """Rank every judged query with `variant` and score it; a progress bar counts the queries."""
     started = time.monotonic()
-    run, degraded = asyncio.run(_rank_all(search, dataset, variant))
+    judged = sum(1 for qid in dataset.queries if qid in dataset.qrels)
+    with progress_bar(
+        console or Console(quiet=True), f"queries {variant.name}", judged, unit="queries"
+    ) as advance:
+        run, degraded = asyncio.run(_rank_all(search, dataset, variant, advance=advance))
     per_query = {qid: per_query_scores(ranking, dataset.qrels[qid]) for qid, ranking in run.items()}
     types: dict[str, list[dict[str, float]]] = {}
     for qid, scores in per_query.items():
@@ -194,7 +208,13 @@ def evaluate_variant(search: Any, dataset: BeirDataset, variant: Variant) -> Var
 
 
 def _ingest(
-    settings: Settings, folder: Path, collection: str, *, fresh: bool, console: Console
+    settings: Settings,
+    folder: Path,
+    collection: str,
+    *,
+    fresh: bool,
+    console: Console,
+    index: CorpusIndex | None,
 ) -> float:
     from rayweave.cluster.vector_service import vector_store_for
     from rayweave.graph.store import open_graph_store
@@ -208,7 +228,9 @@ def _ingest(
         graph.drop_namespace()
         graph.close()
     started = time.monotonic()
-    summary = run_ingest(settings, [folder], beir=True, collection=collection, console=console)
+    summary = run_ingest(
+        settings, [folder], beir=True, collection=collection, console=console, corpus_index=index
+    )
     console.print(summary.render())
     return time.monotonic() - started
 
@@ -247,13 +269,17 @@ def run_eval(
     settings = _without_deadline(settings)
     if not (dataset / "corpus.jsonl").is_file():
         raise SourceError(f"{dataset} is not a BEIR folder (no corpus.jsonl)", path=str(dataset))
-    data = first_queries(load_beir(dataset), max_queries)
+    # The corpus is streamed once for its ids (the judgements are checked against them); the
+    # ingest pipeline reads the texts, nothing holds them here.
+    data = first_queries(load_beir(dataset, corpus=False), max_queries)
     connect(settings)
     collection = f"eval-{slug(data.name)}"
     chosen = variants(
         profiles, ablation=ablation, default_profile=settings.serve.retrieval.default_profile
     )
-    ingest_s = _ingest(settings, dataset, collection, fresh=fresh, console=console)
+    ingest_s = _ingest(
+        settings, dataset, collection, fresh=fresh, console=console, index=data.index
+    )
 
     results: list[VariantResult] = []
     search = LocalSearch(settings, collection=collection)
@@ -261,7 +287,7 @@ def run_eval(
         for v in chosen:
             if v.bm25:
                 continue
-            results.append(evaluate_variant(search, data, v))
+            results.append(evaluate_variant(search, data, v, console=console))
     finally:
         search.close()
     if any(v.bm25 for v in chosen):
@@ -270,11 +296,21 @@ def run_eval(
             f"the bm25 profile reads its own namespace {collection}-bm25 (models.sparse_kind="
             "bm25): ingesting what it lacks (the whole corpus the first time)"
         )
-        _ingest(bm25_settings, dataset, f"{collection}-bm25", fresh=fresh, console=console)
+        _ingest(
+            bm25_settings,
+            dataset,
+            f"{collection}-bm25",
+            fresh=fresh,
+            console=console,
+            index=data.index,
+        )
         bm25_search = LocalSearch(bm25_settings, collection=f"{collection}-bm25")
         try:
             results.insert(
-                0, evaluate_variant(bm25_search, data, next(v for v in chosen if v.bm25))
+                0,
+                evaluate_variant(
+                    bm25_search, data, next(v for v in chosen if v.bm25), console=console
+                ),
             )
         finally:
             bm25_search.close()

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from rayweave.cluster.beir import load_beir
+from rayweave.cluster.beir import BeirDocument, index_corpus, iter_corpus, load_beir
 from rayweave.cluster.errors import SourceError
 
 DATA = next(
@@ -62,7 +62,7 @@ class TestLoadBeir:
     def test_bad_json_names_file_and_line(self, small: Path) -> None:
         with (small / "corpus.jsonl").open("a", encoding="utf-8") as f:
             f.write("{not json\n")
-        with pytest.raises(SourceError, match=r"corpus\.jsonl:3: not valid JSON"):
+        with pytest.raises(SourceError, match=r"corpus\.jsonl:3: invalid JSON"):
             load_beir(small)
 
     def test_missing_field_and_duplicate_id(self, tmp_path: Path) -> None:
@@ -99,6 +99,47 @@ class TestLoadBeir:
         with pytest.raises(SourceError, match="not a number"):
             load_beir(root)
 
+    def test_ids_only_still_checks_judgements(self, small: Path, tmp_path: Path) -> None:
+        ds = load_beir(small, corpus=False)
+        assert ds.corpus == {}
+        assert ds.index is not None
+        assert ds.index.ids == {"d1", "d2"}
+        assert ds.index.lines == 2
+        assert ds.qrels == load_beir(small).qrels
+        root = write_set(
+            tmp_path / "x",
+            corpus=[{"_id": "d1", "text": "x"}],
+            queries=[{"_id": "q", "text": "t"}],
+            qrels="q\tzz\t1\n",
+        )
+        with pytest.raises(SourceError, match="corpus-id 'zz'"):
+            load_beir(root, corpus=False)
+
+    def test_corpus_is_streamed_not_loaded(self, tmp_path: Path) -> None:
+        """Records come out one by one: a broken line is met only when reached, and the
+        tolerant index counts it as a line the pipeline will see."""
+        path = tmp_path / "corpus.jsonl"
+        path.write_text(
+            json.dumps({"_id": 7, "text": "numeric id"})
+            + "\n\n{broken\n"
+            + json.dumps({"_id": "7", "text": "same id as a string"})
+            + "\n"
+            + json.dumps({"_id": "b", "title": "B", "text": "ok"})
+            + "\n"
+        )
+        records = iter_corpus(path)
+        assert next(records) == (1, BeirDocument(id="7", title="", text="numeric id"))
+        with pytest.raises(SourceError, match=r"corpus\.jsonl:3: invalid JSON"):
+            next(records)
+        problems: list[tuple[int, str]] = []
+        index = index_corpus(path, on_error=lambda line, why: problems.append((line, why)))
+        assert index.ids == {"7", "b"}
+        assert index.lines == 4
+        assert [(line, why.split(":")[0]) for line, why in problems] == [
+            (3, "invalid JSON"),
+            (4, "duplicate _id '7'"),
+        ]
+
     @pytest.mark.skipif(not (DATA / "hotpotqa-dev").is_dir(), reason="shared dev data not present")
     def test_shared_dev_sets(self) -> None:
         hotpot = load_beir(DATA / "hotpotqa-dev")
@@ -106,3 +147,7 @@ class TestLoadBeir:
         assert all(len(rel) == 2 for rel in hotpot.qrels.values())
         cosqa = load_beir(DATA / "cosqa-dev")
         assert (len(cosqa.corpus), len(cosqa.queries)) == (6267, 500)
+        ids_only = load_beir(DATA / "cosqa-dev", corpus=False)
+        assert ids_only.index is not None
+        assert ids_only.index.ids == set(cosqa.corpus)
+        assert ids_only.qrels == cosqa.qrels

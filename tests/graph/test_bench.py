@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from rayweave.cluster.errors import SourceError
 from rayweave.cluster.services import GraphServer
@@ -55,6 +57,7 @@ def test_bench_reports_rates_latencies_and_recall(tmp_path: Path) -> None:
         graph={"embedded_port": ports[0], "embedded_http_port": ports[1], "embedded_heap_mb": 256},
     )
     try:
+        log = io.StringIO()
         rows = run_graph_bench(
             settings,
             data_dir=tmp_path / "data",
@@ -62,6 +65,7 @@ def test_bench_reports_rates_latencies_and_recall(tmp_path: Path) -> None:
             seeds=1,
             recall_k=2,
             synthetic=SyntheticGraph(passages=2000, entities=1000),
+            console=Console(file=log, width=200),  # what `rayweave bench graph` passes
         )
     finally:
         GraphServer.from_settings(settings).stop()
@@ -79,6 +83,9 @@ def test_bench_reports_rates_latencies_and_recall(tmp_path: Path) -> None:
     assert synthetic["projection nodes"] == 3000
     assert 0 < synthetic["projection memory per edge"] < 200
     assert synthetic["walk + links p50"] > 0
+    # one query x six traversals, after build and two writes; then the table
+    assert "bench graph tiny: 9/9 steps" in log.getvalue()
+    assert "search multi_hop p99" in log.getvalue()
 
 
 def test_missing_corpus_is_a_source_error(tmp_path: Path) -> None:

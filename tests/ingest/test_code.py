@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import itertools
 import re
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -152,7 +154,134 @@ class TestSplitCode:
         support = supported_languages()
         for lang in ("python", "javascript", "typescript", "rust", "go", "java", "solidity"):
             assert support[lang] == "tree-sitter"
+        for lang in ("c", "cpp", "csharp", "kotlin", "swift", "scala", "php"):
+            assert support[lang] == "tree-sitter"
         assert support["move"] == "braces"
+
+
+CODE_FILES = Path(__file__).parent / "code_files"
+
+
+@dataclass(frozen=True)
+class RealFile:
+    """What a hand-written ~40-line file must yield: unit names, DEFINES, calls, USES of imports."""
+
+    path: str
+    language: str
+    names: set[str]
+    defined: set[str]
+    calls: set[str]
+    dependencies: set[str]
+
+
+REAL_FILES = [
+    RealFile(
+        "ring.c",
+        "c",
+        {"next_index", "ring_new", "ring_push", "ring_free"},
+        {"record_t", "ring", "ring_new", "ring_push", "ring_free"},
+        {"malloc", "calloc", "strncpy", "next_index", "free"},
+        {"stdlib.h", "ring.h"},
+    ),
+    RealFile(  # everything inside an include guard
+        "ring.h", "c", {"ring_empty"}, {"ring_empty"}, set(), {"stddef.h"}
+    ),
+    RealFile(
+        "cache.cpp",
+        "cpp",
+        {"LruCache", "get", "put", "evict_if_full", "Resolver::lookup"},
+        {
+            "resolver",
+            "resolver.LruCache",
+            "resolver.LruCache.get",
+            "resolver.LruCache.put",
+            "resolver.Resolver.lookup",
+        },
+        {"order_.splice", "evict_if_full", "std::move", "query_upstream", "cache_.put"},
+        {"resolver/cache.hpp", "unordered_map"},
+    ),
+    RealFile(
+        "Inventory.cs",
+        "csharp",
+        {"IInventory", "Inventory", "Available", "Reserve", "Reservation"},
+        {
+            "Shop.Services.IInventory",
+            "Shop.Services.Inventory",
+            "Shop.Services.Inventory.Reserve",
+            "Shop.Services.Reservation",
+        },
+        {"Available", "OutOfStockException", "Console.WriteLine", "Reservation", "Dictionary"},
+        {"System.Collections.Generic", "Shop.Models"},
+    ),
+    RealFile(
+        "Scheduler.kt",
+        "kotlin",
+        {"Scheduler", "run", "backoff", "Defaults", "JobStore", "scheduleAll"},
+        {"Scheduler", "Scheduler.run", "Scheduler.backoff", "JobStore.markDone", "scheduleAll"},
+        {"store.markDone", "delay", "backoff", "Duration.ofMillis", "RetriesExhausted"},
+        {"kotlinx.coroutines.delay", "java.time.Duration", "com.example.jobs.model.Job"},
+    ),
+    RealFile(
+        "Downloader.swift",
+        "swift",
+        {"Downloader", "init", "fetch", "validate", "Progress"},
+        {"DownloadError", "Cache.value", "Downloader.fetch", "Downloader.init", "Progress"},
+        {"cache.value", "session.data", "validate", "DownloadError.badStatus"},
+        {"Foundation", "Combine"},
+    ),
+    RealFile(
+        "Ledger.scala",
+        "scala",
+        {"Ledger", "MemoryLedger", "post", "balance", "Audit"},
+        {"Ledger.post", "MemoryLedger", "MemoryLedger.post", "Audit.log", "Snapshot"},
+        {"Audit.log", "Entry", "entries.foldLeft", "println"},
+        {"bank.model", "scala.collection.mutable", "java.time.Instant"},
+    ),
+    RealFile(
+        "UserController.php",
+        "php",
+        {"UserController", "__construct", "store", "show", "normalize_email"},
+        {"UserController", "UserController.store", "UserController.show", "normalize_email"},
+        {"User.create", "mailer.sendWelcome", "request.validate", "strtolower"},
+        {"App\\Models\\User", "App\\Services\\Mailer", "Illuminate\\Http\\Request"},
+    ),
+]
+
+
+class TestRealFiles:
+    """Realistic files in each language the brace scanner used to handle, now parsed."""
+
+    @pytest.mark.parametrize("case", REAL_FILES, ids=lambda c: c.path)
+    def test_units_symbols_and_uses(self, case: RealFile) -> None:
+        code = (CODE_FILES / case.path).read_text()
+        units = split_code(code, case.language, count_tokens=COUNT, max_tokens=200, min_tokens=60)
+        check_tiling(code, units)
+        everything = [m for u in units for m in (u, *u.members)]
+        assert case.names <= {u.name for u in everything}, [(u.kind, u.name) for u in units]
+        assert case.defined <= {d for u in units for d in u.defined}
+        assert case.calls <= {c for u in units for c in u.calls}
+        assert case.dependencies <= {d for u in units for d in u.dependencies}
+        # a function unit carries its own calls and the signature it was cut from
+        for u in everything:
+            if u.kind == "function":
+                assert u.name.split("::")[-1] in u.signature
+        # the whole-file view agrees on what is defined
+        sym = extract_symbols(code, case.language)
+        assert case.defined <= set(sym.defined_names)
+
+    def test_uses_follow_the_unit_that_calls(self) -> None:
+        code = (CODE_FILES / "Scheduler.kt").read_text()
+        units = split_code(code, "kotlin", count_tokens=COUNT, max_tokens=120, min_tokens=0)
+        run = next(u for u in units if u.name == "run" and u.kind == "function")
+        assert {"store.markDone", "delay", "backoff"} <= set(run.calls)
+        assert "kotlinx.coroutines.delay" in run.dependencies  # `delay` is imported
+        assert "java.time.Duration" not in run.dependencies  # only `backoff` uses Duration
+        assert run.docstring == "Run one job, retrying failures."
+        php = (CODE_FILES / "UserController.php").read_text()
+        units = split_code(php, "php", count_tokens=COUNT, max_tokens=120, min_tokens=0)
+        store = next(u for m in units for u in (m, *m.members) if u.name == "store")
+        assert store.dependencies == ("Illuminate\\Http\\Request", "App\\Models\\User")
+        assert store.docstring == "Create an account and send the welcome mail."
 
 
 class TestSymbols:
@@ -219,6 +348,55 @@ class TestSymbols:
                 ["K", "K.f"],
                 ["./A.sol"],
                 "g",
+            ),
+            (
+                "c",
+                '#include <stdio.h>\nstruct pt { int x; };\nint main(void) { return puts("hi"); }\n',
+                ["pt", "main"],
+                ["stdio.h"],
+                "puts",
+            ),
+            (
+                "cpp",
+                "#include <vector>\nnamespace n { class A { void m() { go(); } }; }\n",
+                ["n", "n.A", "n.A.m"],
+                ["vector"],
+                "go",
+            ),
+            (
+                "csharp",
+                'using System.IO;\nnamespace N { class C { void M() { File.Copy("x"); } } }\n',
+                ["N", "N.C", "N.C.M"],
+                ["System.IO"],
+                "File.Copy",
+            ),
+            (
+                "kotlin",
+                "import a.b.C\nclass K {\n    fun m() = C.make()\n}\n",
+                ["K", "K.m"],
+                ["a.b.C"],
+                "C.make",
+            ),
+            (
+                "swift",
+                "import Foundation\nstruct S {\n    func m() { run() }\n}\n",
+                ["S", "S.m"],
+                ["Foundation"],
+                "run",
+            ),
+            (
+                "scala",
+                "import a.b.C\nobject O {\n  def m(): Unit = C.make()\n}\n",
+                ["O", "O.m"],
+                ["a.b.C"],
+                "C.make",
+            ),
+            (
+                "php",
+                "<?php\nuse A\\B;\nclass P { function m() { B::make(); } }\n",
+                ["P", "P.m"],
+                ["A\\B"],
+                "B.make",
             ),
             (
                 "move",

@@ -14,7 +14,14 @@ import pytest
 from rayweave.cluster.errors import SourceError
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Level
-from rayweave.ingest.pipeline import delete_documents, plan_resources, resolve_layout, run_ingest
+from rayweave.ingest.pipeline import (
+    delete_documents,
+    discover,
+    plan_resources,
+    resolve_layout,
+    run_ingest,
+)
+from rayweave.ingest.report import IngestSummary
 from rayweave.ingest.writers import DocumentWriter, visible_document_hashes
 
 pytestmark = pytest.mark.integration
@@ -66,6 +73,22 @@ class TestPlanResources:
         assert resolve_layout(Settings(ingest={"actor_gpus": 1})) == "staged"
         assert resolve_layout(Settings(ingest={"layout": "staged"})) == "staged"
         assert resolve_layout(Settings(ingest={"layout": "fused", "actor_gpus": 1})) == "fused"
+
+
+class TestDiscover:
+    def test_summary_reports_what_ignore_files_left_out(self, tmp_path: Path) -> None:
+        root = _small_corpus(tmp_path)
+        (root / ".gitignore").write_text("src/\n")
+        (root / "docs" / ".rayweaveignore").write_text("troubleshooting.md\n")
+        summary = IngestSummary(collection="c")
+        files = discover([root], Settings(), summary)
+        assert [p.name for p in files] == ["leases.md"]
+        assert sorted(Path(p).name for p in summary.ignored) == ["src", "troubleshooting.md"]
+        assert "ignored 2 paths (.gitignore, .rayweaveignore" in summary.render()
+        assert summary.to_dict()["ignored"] == summary.ignored
+        (root / "docs" / "concepts" / ".gitignore").write_text("*.md\n")
+        with pytest.raises(SourceError, match=r"3 paths ignored by \.gitignore"):
+            discover([root], Settings(), IngestSummary(collection="c"))
 
 
 class TestIngest:

@@ -124,6 +124,68 @@ class TestDiscoverAndRead:
         nested = discover([tmp_path], IngestSettings(include=("docs/**",), exclude=("**/b.rst",)))
         assert [f.relative for f in nested.files] == ["docs/a.md"]
 
+    def test_gitignore_at_any_depth_with_negation_and_folders(self, tmp_path: Path) -> None:
+        repo = tmp_path / "repo"
+        write(repo / ".gitignore", "*.log.md\nbuild/\n/notes.md\n!keep.log.md\n# a comment\n")
+        write(repo / "README.md", "# r\n\ntext")
+        write(repo / "notes.md", "# top-level notes are ignored\n\ntext")
+        write(repo / "keep.log.md", "# re-included by !\n\ntext")
+        write(repo / "run.log.md", "# ignored\n\ntext")
+        write(repo / "build" / "out.md", "# in an ignored folder\n\ntext")
+        write(repo / "src" / "notes.md", "# anchored /notes.md does not reach here\n\ntext")
+        write(repo / "src" / "app.py", "def f():\n    return 1\n")
+        write(repo / "src" / "gen" / "api.py", "def g():\n    return 2\n")
+        write(repo / "src" / "old.log.md", "# ignored from the root file\n\ntext")
+        # a deeper .gitignore: relative to its own folder, and it wins over the root one
+        write(repo / "src" / ".gitignore", "gen/\n!old.log.md\n")
+        write(repo / "docs" / "build" / "x.md", "# a folder named build anywhere\n\ntext")
+        write(repo / "docs" / "guide.md", "# g\n\ntext")
+        write(repo / "docs" / "draft.md", "# rayweave-only ignore\n\ntext")
+        write(repo / "docs" / ".rayweaveignore", "draft.md\n")
+
+        found = discover([repo], IngestSettings())
+        assert sorted(f.relative for f in found.files) == [
+            "README.md",
+            "docs/guide.md",
+            "keep.log.md",
+            "src/app.py",
+            "src/notes.md",
+            "src/old.log.md",
+        ]
+        ignored = sorted(
+            os.path.relpath(p, repo) + ("/" if p.endswith("/") else "") for p in found.ignored
+        )
+        assert ignored == [
+            "build/",
+            "docs/build/",
+            "docs/draft.md",
+            "notes.md",
+            "run.log.md",
+            "src/gen/",
+        ]
+        # explicit files are always read; .gitignore honouring can be switched off
+        assert [f.relative for f in discover([repo / "run.log.md"], IngestSettings()).files] == [
+            "run.log.md"
+        ]
+        off = discover([repo], IngestSettings(respect_gitignore=False))
+        assert "build/out.md" in {f.relative for f in off.files}
+        assert "docs/draft.md" not in {f.relative for f in off.files}  # .rayweaveignore stays
+        assert [Path(p).name for p in off.ignored] == ["draft.md"]
+
+    def test_exclude_globs_win_over_ignore_files(self, tmp_path: Path) -> None:
+        write(tmp_path / ".gitignore", "!vendor/\n!*.md\n")
+        write(tmp_path / "vendor" / "lib.md", "# v\n\ntext")
+        write(tmp_path / "a.md", "# a\n\ntext")
+        found = discover([tmp_path], IngestSettings(exclude=("vendor/",)))
+        assert [f.relative for f in found.files] == ["a.md"]
+        assert found.ignored == (str(tmp_path / "vendor") + "/",)
+
+    def test_empty_corpus_names_the_ignored(self, tmp_path: Path, settings: IngestSettings) -> None:
+        write(tmp_path / ".gitignore", "*\n")
+        write(tmp_path / "a.md", "# a\n\ntext")
+        with pytest.raises(SourceError, match=r"2 paths ignored by \.gitignore"):
+            read_documents([tmp_path], settings)
+
     def test_explicit_file_with_unknown_extension_is_sniffed(
         self, tmp_path: Path, settings: IngestSettings
     ) -> None:

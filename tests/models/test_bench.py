@@ -173,6 +173,8 @@ def test_run_models_bench_end_to_end(
         fp32 = next(r for r in block if r.variant == "rayweave cpu fp32 torch")
         assert fp32.ndcg10 == pytest.approx(base[0].ndcg10)
     assert "rayweave bench models" in text
+    # each measured block shows its passes: bm25 = quality + warm-up + one timed round
+    assert f"bench models bm25 {beir_dir.name}: 3/3 passes" in text
     assert "SentenceTransformer.encode fp32 (base)" in text
     import torch
 

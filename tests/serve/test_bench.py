@@ -3,6 +3,7 @@ HTTP server, and one tiny run against the deployed app."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import threading
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rich.console import Console
 from tests_support import SAMPLE_CORPUS, with_collection
 
 from rayweave.cluster.errors import InputError, ServiceError, SourceError
@@ -122,7 +124,15 @@ def local_server() -> Iterator[str]:
 class TestDrive:
     def test_every_request_sent_once_and_failures_counted(self, local_server: str) -> None:
         bodies = [{"query": q} for q in ["ok", "odd", "boom", "ok", "odd", "ok", "ok"]]
-        cell = drive(f"{local_server}/v1/search", bodies, 3, timeout_s=10)
+        answered: list[int] = []
+        cell = drive(
+            f"{local_server}/v1/search",
+            bodies,
+            3,
+            timeout_s=10,
+            on_answer=lambda: answered.append(1),
+        )
+        assert len(answered) == 7  # the progress tick: every request, failed ones included
         assert len(cell.latencies_s) == 6
         assert cell.errors == 1
         assert cell.degraded == 2
@@ -152,6 +162,7 @@ class TestRunArguments:
         self, local_server: str, tmp_path: Path
     ) -> None:
         out = tmp_path / "bench.json"
+        log = io.StringIO()
         rows = run_serve_bench(
             Settings(home=tmp_path),
             url=local_server,
@@ -160,7 +171,9 @@ class TestRunArguments:
             profiles=["dense"],
             warmup=1,
             json_path=out,
+            console=Console(file=log, width=200),
         )
+        assert "bench serve: 9/9 requests" in log.getvalue()  # warm-up 1 + 2 cells x 4
         assert [(r.profile, r.concurrency, r.requests, r.errors) for r in rows] == [
             ("dense", 1, 4, 0),
             ("dense", 2, 4, 0),

@@ -121,6 +121,7 @@ def test_run_eval_ingests_scores_and_reports_per_query(
         + "".join(f"{q}\t{d}\t{r}\n" for q, (_, rel) in QUERIES.items() for d, r in rel.items())
     )
     report_path = tmp_path / "report.json"
+    out = io.StringIO()
 
     report = run_eval(
         ray_stack,
@@ -128,7 +129,7 @@ def test_run_eval_ingests_scores_and_reports_per_query(
         profiles=["dense", "hybrid+graph"],
         fresh=True,
         report_path=report_path,
-        console=Console(file=io.StringIO()),
+        console=Console(file=out),
     )
 
     assert report.collection == "eval-tiny-beir"
@@ -141,6 +142,11 @@ def test_run_eval_ingests_scores_and_reports_per_query(
         assert all(0.0 <= v <= 1.0 for v in result.scores.values())
         # The title-named passage answers first.
         assert result.per_query["q1"]["mrr@10"] == 1.0
+    # without a terminal each phase ends with a progress line: ingest, then each profile's queries
+    log = out.getvalue()
+    assert "ingest eval-tiny-beir: 6/6 documents" in log
+    assert "queries dense: 3/3 queries" in log
+    assert "queries hybrid+graph: 3/3 queries" in log
     saved = json.loads(report_path.read_text())
     assert saved["results"][1]["per_query"]["q1"]["recall@5"] == 1.0
     assert set(saved["results"][0]["scores"]) == set(report.results[0].scores)
