@@ -178,7 +178,8 @@ def explain(
         if feeders.size == 0:
             break
         flow = scores[feeders] * incoming.data[lo:hi] * transition.inv_degree[feeders]
-        flow[np.isin(feeders, path)] = 0.0
+        for visited in path:  # a path of a few nodes: cheaper than np.isin
+            flow[feeders == visited] = 0.0
         best = int(np.argmax(flow))
         if flow[best] <= 0:
             break

@@ -156,7 +156,8 @@ def bridge_links(
 ) -> list[Hit]:
     """One hit per (seed, document) that a seed chunk links to: it MENTIONS one of its
     `max_entities_per_seed` rarest entities, which a chunk of another document EXPLAINS (what
-    `serve.fusion.promote_linked` asks of the leading hit)."""
+    `serve.fusion.promote_linked` asks of the leading hit). At most `max_results` links per
+    seed, the strongest: fusion promotes a few from its first page or two."""
     mentions = projection.relations.get("mentions")
     explains = projection.reversed("explains")
     if mentions is None or explains is None:
@@ -185,9 +186,13 @@ def bridge_links(
                 if key not in best or score > best[key][0]:
                     best[key] = (score, e, target)
     hits = []
+    per_seed: dict[int, int] = {}
     for (seed, _), (score, e, target) in sorted(
         best.items(), key=lambda kv: (-kv[1][0], projection.nodes.ids[kv[1][2]])
     ):
+        per_seed[seed] = per_seed.get(seed, 0) + 1
+        if per_seed[seed] > settings.max_results:
+            continue
         path = GraphPath(
             nodes=(
                 projection.nodes.ids[seed],
@@ -236,7 +241,10 @@ def _graph_path(
             m = projection.relations.get(group)
             if m is None:
                 continue
-            value = max(edge_weight(m, u, v) * forward, edge_weight(m, v, u) * backward)
+            value = max(
+                edge_weight(m, u, v) * forward if forward > 0 else 0.0,
+                edge_weight(m, v, u) * backward if backward > 0 else 0.0,
+            )
             if value > best:
                 best, name = value, RELATIONS[group][0].value
         rels.append(name)
