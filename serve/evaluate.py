@@ -209,7 +209,7 @@ def _ingest(
         graph.close()
     started = time.monotonic()
     summary = run_ingest(settings, [folder], beir=True, collection=collection, console=console)
-    console.print(summary.render())
+    console.print(summary.render(), markup=False, highlight=False)
     return time.monotonic() - started
 
 
