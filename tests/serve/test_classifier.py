@@ -160,6 +160,18 @@ def test_scope_is_code_for_code_queries_and_docs_otherwise() -> None:
     assert classify_query("What is a dead-letter queue?").scope is ContentScope.DOCS
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "How do I fix E1004 TaskNotRegisteredError?",
+        "TaskNotRegisteredError: no task named billing.tasks.charge in this worker",
+    ],
+)
+def test_an_exception_name_alone_does_not_make_a_question_about_code(text: str) -> None:
+    # The troubleshooting page answers these; code-scope weights mute its lexical and graph votes.
+    assert classify_query(text).scope is ContentScope.DOCS
+
+
 def test_keywords_keep_capitalised_phrases_and_drop_stopwords() -> None:
     kws = keywords("Who directed the film that starred Paul Meany and Joe Elliott?")
     assert "Paul Meany" in kws
