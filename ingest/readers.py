@@ -22,7 +22,7 @@ import re
 import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, BinaryIO
 
 from rayweave.cluster.errors import SourceError
@@ -68,8 +68,19 @@ class DiscoveredFile:
 class Discovery:
     files: tuple[DiscoveredFile, ...]
     errors: tuple[ReadError, ...]
-    skipped: int = 0
-    """Files ignored while walking because their type is not ingested (e.g. `.lock`, `.bin`)."""
+    skipped_types: Mapping[str, int] = field(default_factory=dict)
+    """Files ignored while walking because their type is not ingested, by type (`file_type`)."""
+
+    @property
+    def skipped(self) -> int:
+        return sum(self.skipped_types.values())
+
+
+def file_type(name: str) -> str:
+    """A file's type as the ingest summary names it: its extension, lower-case (`.gif`), or
+    `no extension`."""
+    suffix = PurePath(name).suffix.lower()
+    return suffix if suffix else "no extension"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -181,7 +192,7 @@ def discover(paths: Sequence[str | os.PathLike[str]], settings: IngestSettings) 
     files: list[DiscoveredFile] = []
     errors: list[ReadError] = []
     seen: set[str] = set()
-    skipped = 0
+    skipped: dict[str, int] = {}
 
     def add(path: str, relative: str, detected: Detected | None) -> None:
         resolved = os.path.realpath(path)
@@ -207,14 +218,14 @@ def discover(paths: Sequence[str | os.PathLike[str]], settings: IngestSettings) 
             errors.append(ReadError(path=str(top), reason=_os_reason(exc)))
             continue
         if stat.S_ISDIR(st.st_mode):
-            skipped += _walk(top, include, exclude, add, errors)
+            _walk(top, include, exclude, add, errors, skipped)
         elif stat.S_ISREG(st.st_mode):
             add(str(top), top.name, from_extension(top))
         else:
             errors.append(
                 ReadError(path=str(top), reason=f"{_kind(st.st_mode)}, not a file or folder")
             )
-    return Discovery(files=tuple(files), errors=tuple(errors), skipped=skipped)
+    return Discovery(files=tuple(files), errors=tuple(errors), skipped_types=skipped)
 
 
 def _walk(
@@ -223,9 +234,9 @@ def _walk(
     exclude: _Globs,
     add: Callable[[str, str, Detected | None], None],
     errors: list[ReadError],
-) -> int:
+    skipped: dict[str, int],
+) -> None:
     visited: dict[tuple[int, int], str] = {}
-    skipped = 0
     stack: list[tuple[str, str]] = [(str(root), "")]
     while stack:
         folder, rel = stack.pop()
@@ -279,11 +290,11 @@ def _walk(
                     errors.append(ReadError(path=entry.path, reason=reason))
                 continue
             if detected is None:
-                skipped += 1
+                kind = file_type(entry.name)
+                skipped[kind] = skipped.get(kind, 0) + 1
                 continue
             add(entry.path, entry_rel, detected)
         stack.extend(reversed(subfolders))
-    return skipped
 
 
 # -- reading -------------------------------------------------------------------------------------
