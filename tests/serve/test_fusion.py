@@ -226,10 +226,13 @@ def test_collapse_duplicates_folds_a_passage_into_an_earlier_hit_of_its_document
     assert [x.duplicates for x in out] == [(), ()]
 
 
-def test_collapse_duplicates_keeps_a_larger_passage_ranked_after_its_part() -> None:
+def test_collapse_duplicates_folds_a_section_ranked_after_a_passage_it_holds() -> None:
+    # The same query after the classifier fix: the method 2nd, its class section 6th.
     part = "Retries back off exponentially."
     hits = [
         Hit(id="p", doc_id="a", text=part, score=0.9, level="proposition"),
+        Hit(id="b", doc_id="b", text=f"{part} Elsewhere.", score=0.85),
         Hit(id="s", doc_id="a", text=f"{part} The ceiling is max_delay.", score=0.8),
+        Hit(id="t", doc_id="a", text="Jitter spreads retries.", score=0.7),
     ]
-    assert [x.id for x in collapse_duplicates(hits)] == ["p", "s"]
+    assert [x.id for x in collapse_duplicates(hits)] == ["p", "b", "t"]
