@@ -15,7 +15,9 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from rayweave.cluster import __version__
 from rayweave.cluster.errors import InputError, RayweaveError
@@ -68,10 +70,10 @@ def _run(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except InputError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
     except RayweaveError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(1) from None
 
 
@@ -114,7 +116,7 @@ def ingest(
 
     settings = _run(lambda: _settings(config, collection))
     summary = _run(lambda: run_ingest(settings, paths, beir=beir, console=console))
-    out.print(summary.render())
+    out.print(summary.render(), markup=False, highlight=False)
     if report:
         report.write_text(json.dumps(summary.to_dict(), indent=2))
     if summary.documents_total == 0 and summary.errors:
@@ -192,8 +194,19 @@ def query(
     if as_json:
         out.print_json(data=response)
         return
+    out.print(results_table(response))
+    if response.get("degraded"):
+        console.print(f"[yellow]degraded:[/yellow] {', '.join(response['degraded'])}")
+
+
+def results_table(response: dict[str, Any]) -> Table:
+    """The ranked hits of a search response as a table.
+
+    Every cell is a `Text`, never markup: corpus text is full of square brackets (Markdown links,
+    `list[int]`, `[tool.ruff]`) that rich would otherwise read as style tags and drop."""
     table = Table(
-        title=f"{response.get('query_type', '')} · {response.get('profile', '')}", show_lines=True
+        title=Text(f"{response.get('query_type', '')} · {response.get('profile', '')}"),
+        show_lines=True,
     )
     table.add_column("#", justify="right")
     table.add_column("score", justify="right")
@@ -209,12 +222,10 @@ def query(
         table.add_row(
             str(i),
             f"{hit['score']:.3f}",
-            where,
-            snippet[:300] + ("…" if len(snippet) > 300 else ""),
+            Text(where),
+            Text(snippet[:300] + ("…" if len(snippet) > 300 else "")),
         )
-    out.print(table)
-    if response.get("degraded"):
-        console.print(f"[yellow]degraded:[/yellow] {', '.join(response['degraded'])}")
+    return table
 
 
 @app.command()

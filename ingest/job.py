@@ -52,10 +52,10 @@ def main(argv: list[str] | None = None) -> int:
             settings, args.paths, beir=args.beir, console=console, collection=args.collection
         )
     except InputError as exc:
-        console.print(f"error: {exc}")
+        console.print(f"error: {exc}", markup=False, highlight=False)
         return 2
     except RayweaveError as exc:
-        console.print(f"error: {exc}")
+        console.print(f"error: {exc}", markup=False, highlight=False)
         return 1
     print(summary.render())
     if args.report:

@@ -77,9 +77,21 @@ def resolve_layout(settings: Settings) -> Literal["staged", "fused"]:
     return layout
 
 
+IMAGES_WITHOUT_MODEL = (
+    "{n} image(s) not ingested: no image model is configured (models.clip is unset). To embed "
+    "images with CLIP, set it to an open_clip model and local weights, e.g. "
+    "RAYWEAVE_MODELS__CLIP='ViT-B-32:/path/to/open_clip_model.safetensors' or [models] clip = "
+    "'...' in rayweave.toml."
+)
+
+
 def discover(paths: Sequence[Path], settings: Settings, summary: IngestSummary) -> list[Path]:
-    """Expand files and folders; report unreadable ones; fail only if nothing is left."""
-    from rayweave.ingest.readers import discover as discover_inputs
+    """Expand files and folders; report unreadable ones, what ignore files left out, and count,
+    by type, those not ingested (images too when no image model is configured); fail only if
+    nothing is left."""
+    from rayweave.cluster.types import ContentType
+    from rayweave.ingest.readers import discover as walk
+    from rayweave.ingest.readers import file_type
 
     if not paths:
         raise SourceError("no paths given: name at least one file or folder to ingest")
@@ -88,19 +100,36 @@ def discover(paths: Sequence[Path], settings: Settings, summary: IngestSummary) 
         raise SourceError(f"path does not exist: {missing[0]}", path=str(missing[0]))
     for p in missing:
         summary.add_error(str(p), "path does not exist")
-    found = discover_inputs([p for p in paths if p not in missing], settings.ingest)
+    found = walk([p for p in paths if p not in missing], settings.ingest)
     for err in found.errors:
         summary.add_error(err.path, err.reason)
     summary.ignored = list(found.ignored)
-    if not found.files:
+    for kind, n in found.skipped_types.items():
+        summary.skip_type(kind, n)
+    files = list(found.files)
+    if not settings.models.clip:
+        images = [f for f in files if f.content_type is ContentType.IMAGE]
+        if images:
+            files = [f for f in files if f.content_type is not ContentType.IMAGE]
+            for f in images:
+                summary.skip_type(file_type(f.path))
+            summary.notes.append(IMAGES_WITHOUT_MODEL.format(n=len(images)))
+    if not files:
         where = ", ".join(str(p) for p in paths)
-        why = (
-            f" ({len(found.ignored)} paths ignored by .gitignore/.rayweaveignore or ingest globs)"
-            if found.ignored
-            else ""
+        why = ""
+        if summary.skipped_types:
+            kinds = ", ".join(f"{n} {k}" for k, n in sorted(summary.skipped_types.items()))
+            why = f" ({summary.files_not_ingested} files of types not ingested: {kinds})"
+        if found.ignored:
+            why += (
+                f" ({len(found.ignored)} paths ignored by .gitignore/.rayweaveignore or ingest "
+                "globs)"
+            )
+        notes = "".join(f"; {note}" for note in summary.notes)
+        raise SourceError(
+            f"empty corpus: no ingestible files under {where}{why}{notes}", path=where
         )
-        raise SourceError(f"empty corpus: no ingestible files under {where}{why}", path=where)
-    return [Path(f.path) for f in found.files]
+    return [Path(f.path) for f in files]
 
 
 def _beir_corpus(folder: Path) -> Path:

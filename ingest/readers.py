@@ -22,7 +22,7 @@ import re
 import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import pathspec
@@ -71,11 +71,22 @@ class DiscoveredFile:
 class Discovery:
     files: tuple[DiscoveredFile, ...]
     errors: tuple[ReadError, ...]
-    skipped: int = 0
-    """Files ignored while walking because their type is not ingested (e.g. `.lock`, `.bin`)."""
+    skipped_types: Mapping[str, int] = field(default_factory=dict)
+    """Files ignored while walking because their type is not ingested, by type (`file_type`)."""
     ignored: tuple[str, ...] = ()
     """Paths left out by `.gitignore` / `.rayweaveignore` rules or the include/exclude globs;
     a folder (ending in `/`) is one entry and was not walked."""
+
+    @property
+    def skipped(self) -> int:
+        return sum(self.skipped_types.values())
+
+
+def file_type(name: str) -> str:
+    """A file's type as the ingest summary names it: its extension, lower-case (`.gif`), or
+    `no extension`."""
+    suffix = PurePath(name).suffix.lower()
+    return suffix if suffix else "no extension"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -162,7 +173,7 @@ def discover(paths: Sequence[str | os.PathLike[str]], settings: IngestSettings) 
     errors: list[ReadError] = []
     ignored: list[str] = []
     seen: set[str] = set()
-    skipped = 0
+    skipped: dict[str, int] = {}
 
     def add(path: str, relative: str, detected: Detected | None) -> None:
         resolved = os.path.realpath(path)
@@ -188,8 +199,7 @@ def discover(paths: Sequence[str | os.PathLike[str]], settings: IngestSettings) 
             errors.append(ReadError(path=str(top), reason=_os_reason(exc)))
             continue
         if stat.S_ISDIR(st.st_mode):
-            walk = _Walk(include, exclude, names, add, errors, ignored)
-            skipped += walk.run(top)
+            _Walk(include, exclude, names, add, errors, ignored, skipped).run(top)
         elif stat.S_ISREG(st.st_mode):
             add(str(top), top.name, from_extension(top))
         else:
@@ -197,7 +207,7 @@ def discover(paths: Sequence[str | os.PathLike[str]], settings: IngestSettings) 
                 ReadError(path=str(top), reason=f"{_kind(st.st_mode)}, not a file or folder")
             )
     return Discovery(
-        files=tuple(files), errors=tuple(errors), skipped=skipped, ignored=tuple(ignored)
+        files=tuple(files), errors=tuple(errors), skipped_types=skipped, ignored=tuple(ignored)
     )
 
 
@@ -211,11 +221,11 @@ class _Walk:
     add: Callable[[str, str, Detected | None], None]
     errors: list[ReadError]
     ignored: list[str]
+    skipped: dict[str, int]  # files not ingested for their type, by type
 
-    def run(self, root: Path) -> int:
-        """Walk `root`; returns how many files were skipped for their type."""
+    def run(self, root: Path) -> None:
+        """Walk `root`."""
         visited: dict[tuple[int, int], str] = {}
-        skipped = 0
         base: tuple[_Rules, ...] = (_Rules(self.exclude, ""),) if self.exclude else ()
         stack: list[tuple[str, str, tuple[_Rules, ...]]] = [(str(root), "", base)]
         while stack:
@@ -276,11 +286,11 @@ class _Walk:
                         self.errors.append(ReadError(path=entry.path, reason=reason))
                     continue
                 if detected is None:
-                    skipped += 1
+                    kind = file_type(entry.name)
+                    self.skipped[kind] = self.skipped.get(kind, 0) + 1
                     continue
                 self.add(entry.path, entry_rel, detected)
             stack.extend(reversed(subfolders))
-        return skipped
 
     def _with_ignore_files(
         self, folder: str, rel: str, entries: Sequence[os.DirEntry[str]], rules: tuple[_Rules, ...]

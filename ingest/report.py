@@ -42,10 +42,26 @@ class IngestSummary:
     seconds: float = 0.0
     errors: list[DocumentError] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # by ignore files or globs (folders end in /)
+    skipped_types: dict[str, int] = field(default_factory=dict)
+    """Files seen but not ingested because of their type, by type (`.gif`, `no extension`)."""
+    notes: list[str] = field(default_factory=list)
+    """Why some files were not ingested and how to change that (e.g. no image model)."""
 
     @property
     def documents_total(self) -> int:
         return self.documents_inserted + self.documents_updated + self.documents_skipped
+
+    @property
+    def files_not_ingested(self) -> int:
+        return sum(self.skipped_types.values())
+
+    @property
+    def files_seen(self) -> int:
+        """Every input the run saw: ingested, unchanged, failed or not ingested for its type."""
+        return self.documents_total + self.documents_failed + self.files_not_ingested
+
+    def skip_type(self, kind: str, n: int = 1) -> None:
+        self.skipped_types[kind] = self.skipped_types.get(kind, 0) + n
 
     def add(self, outcome: DocumentOutcome) -> None:
         match outcome.status:
@@ -67,6 +83,8 @@ class IngestSummary:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["documents_total"] = self.documents_total
+        data["files_seen"] = self.files_seen
+        data["files_not_ingested"] = self.files_not_ingested
         data["documents_per_s"] = self.rate(self.documents_inserted + self.documents_updated)
         data["chunks_per_s"] = self.rate(self.chunks)
         return data
@@ -75,9 +93,14 @@ class IngestSummary:
         return n / self.seconds if self.seconds > 0 else 0.0
 
     def render(self) -> str:
+        not_ingested = ""
+        if self.skipped_types:
+            kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(self.skipped_types.items()))
+            not_ingested = f", {self.files_not_ingested} not ingested by type ({kinds})"
         lines = [
-            f"collection {self.collection}: {self.documents_inserted} inserted, {self.documents_updated} updated, "
-            f"{self.documents_skipped} unchanged, {self.documents_failed} failed",
+            f"collection {self.collection}: {self.files_seen} seen: {self.documents_inserted} inserted, "
+            f"{self.documents_updated} updated, {self.documents_skipped} unchanged, "
+            f"{self.documents_failed} failed{not_ingested}",
             f"chunks {self.chunks}, vectors {self.vectors}, graph nodes {self.graph_nodes}, "
             f"graph edges {self.graph_edges}",
             f"{self.seconds:.1f}s: {self.rate(self.documents_inserted + self.documents_updated):.1f} documents/s, "
@@ -89,6 +112,7 @@ class IngestSummary:
                 f"ignored {len(self.ignored)} paths (.gitignore, .rayweaveignore, ingest "
                 f"include/exclude): {shown}"
             )
+        lines += [f"  note: {note}" for note in self.notes]
         for err in self.errors[:50]:
             lines.append(f"  error: {err.path}: {err.reason}")
         if len(self.errors) > 50:

@@ -231,7 +231,7 @@ def _ingest(
     summary = run_ingest(
         settings, [folder], beir=True, collection=collection, console=console, corpus_index=index
     )
-    console.print(summary.render())
+    console.print(summary.render(), markup=False, highlight=False)
     return time.monotonic() - started
 
 

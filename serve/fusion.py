@@ -147,21 +147,28 @@ def cap_per_document(hits: Sequence[Hit], *, max_per_document: int) -> list[Hit]
 
 
 def collapse_duplicates(hits: Sequence[Hit]) -> list[Hit]:
-    """Fold hits whose text (whitespace aside) equals an earlier hit's into it.
+    """Fold hits whose text (whitespace aside) equals an earlier hit's into it, and hits that
+    hold, or are held by, an earlier hit of the same document.
 
     Copies of one passage in several documents (a vendored file, the same corpus ingested from
     two checkouts) would otherwise fill the page with one answer; the kept, best-ranked hit
     names the copies' sources so nothing is hidden. The level does not matter: a function that
-    is both a section and its only proposition says the same thing twice. Order and scores are
-    kept.
+    is both a section and its only proposition says the same thing twice, and a method ranked
+    above (or below) the class section that holds it shows the same first lines twice. The
+    best-ranked level stays, and the document's other passages keep their slots. Order and
+    scores are kept.
     """
     kept: dict[str, int] = {}
+    by_doc: dict[str, list[str]] = {}
     out: list[Hit] = []
     for h in hits:
         key = " ".join(h.text.split())
+        if key and any(key in e or e in key for e in by_doc.get(h.doc_id, ())):
+            continue
         i = kept.get(key) if key else None  # textless hits (images) are not copies of each other
         if i is None:
             kept.setdefault(key, len(out))
+            by_doc.setdefault(h.doc_id, []).append(key)
             out.append(h)
         elif h.doc_id != out[i].doc_id:
             first = out[i]

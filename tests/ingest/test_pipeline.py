@@ -43,6 +43,25 @@ def _small_corpus(tmp_path: Path) -> Path:
     return root
 
 
+def _mixed_folder(tmp_path: Path) -> Path:
+    """What a library's docs folder holds besides text: images, YAML, a stray binary."""
+    from PIL import Image
+
+    root = tmp_path / "mixed"
+    (root / "img").mkdir(parents=True)
+    (root / "guide.md").write_text("# Guide\n\nWhen a [task](tasks.md) raises, Ferry retries it.\n")
+    (root / "retry.py").write_text(
+        "def should_retry(attempt: int) -> bool:\n    return attempt < 3\n"
+    )
+    (root / "mkdocs.yaml").write_text("site_name: Ferry\nnav:\n  - guide.md\n")
+    for name in ("a.png", "b.png"):
+        Image.new("RGB", (4, 4), "red").save(root / "img" / name)
+    Image.new("RGB", (4, 4), "blue").save(root / "img" / "spinner.gif")
+    (root / "blob.bin").write_bytes(b"\x00\x01" * 64)
+    (root / "Makefile").write_text("all:\n\ttrue\n")
+    return root
+
+
 def _writer(settings: Settings, collection: str) -> DocumentWriter:
     return DocumentWriter.open(settings, collection=collection, shared=True)
 
@@ -90,6 +109,32 @@ class TestDiscover:
         with pytest.raises(SourceError, match=r"3 paths ignored by \.gitignore"):
             discover([root], Settings(), IngestSummary(collection="c"))
 
+    def test_every_file_seen_is_counted_and_skipped_types_are_named(self, tmp_path: Path) -> None:
+        root = _mixed_folder(tmp_path)
+        summary = IngestSummary(collection="c")
+        files = discover([root], Settings(), summary)
+        assert sorted(p.name for p in files) == ["guide.md", "mkdocs.yaml", "retry.py"]
+        assert summary.skipped_types == {".bin": 1, ".gif": 1, ".png": 2, "no extension": 1}
+        assert summary.files_seen == 5  # the 3 files to read are counted once they are read
+        text = summary.render()
+        assert "5 not ingested by type (1 .bin, 1 .gif, 2 .png, 1 no extension)" in text
+        # Why the images were left out and how to have them embedded.
+        assert "2 image(s) not ingested: no image model" in text
+        assert "RAYWEAVE_MODELS__CLIP" in text
+
+    def test_images_are_kept_when_an_image_model_is_configured(self, tmp_path: Path) -> None:
+        root = _mixed_folder(tmp_path)
+        summary = IngestSummary(collection="c")
+        files = discover([root], Settings(models={"clip": "ViT-B-32:openai"}), summary)
+        assert sorted(p.name for p in files if p.suffix == ".png") == ["a.png", "b.png"]
+        assert ".png" not in summary.skipped_types
+        assert summary.notes == []
+
+    def test_a_folder_of_images_alone_says_why_nothing_was_ingested(self, tmp_path: Path) -> None:
+        root = _mixed_folder(tmp_path) / "img"
+        with pytest.raises(SourceError, match=r"empty corpus.*2 \.png.*models\.clip"):
+            discover([root], Settings(), IngestSummary(collection="c"))
+
 
 class TestIngest:
     def test_sample_corpus_lands_in_both_stores(
@@ -98,7 +143,9 @@ class TestIngest:
         collection = _collection()
         summary = run_ingest(ray_stack, [SAMPLE], collection=collection)
         n_files = sum(1 for p in SAMPLE.rglob("*") if p.is_file())
-        assert summary.documents_inserted + summary.documents_failed == n_files
+        assert summary.files_seen == n_files
+        assert summary.documents_inserted + summary.documents_failed == n_files - 1
+        assert summary.skipped_types == {".png": 1}  # no image model by default
         assert summary.documents_inserted >= n_files - 1
         assert summary.chunks > summary.documents_inserted  # three levels per document
         assert summary.graph_nodes > summary.chunks / 2
@@ -231,6 +278,19 @@ class TestIngest:
         failed = {Path(e.path).name: e.reason for e in summary.errors}
         assert set(failed) == {"binary.md", "latin1.md"}
         assert all(reason for reason in failed.values())
+
+    def test_the_summary_counts_every_file_of_a_mixed_folder(
+        self, ray_stack: Settings, graph_connection: object, tmp_path: Path
+    ) -> None:
+        root = _mixed_folder(tmp_path)
+        (root / "broken.md").write_bytes(b"\x00\x01\x02\xff" * 100)
+        summary = run_ingest(ray_stack, [root], collection=_collection())
+        assert (summary.documents_inserted, summary.documents_failed) == (3, 1)
+        assert summary.files_seen == 9
+        assert "binary content" in summary.errors[0].reason
+        assert "9 seen: 3 inserted, 0 updated, 0 unchanged, 1 failed, 5 not ingested" in (
+            summary.render()
+        )
 
     def test_bad_input_names_the_problem(self, ray_stack: Settings, tmp_path: Path) -> None:
         with pytest.raises(SourceError, match="does not exist"):

@@ -205,3 +205,34 @@ def test_collapse_duplicates_keeps_repeats_within_one_document_unlisted() -> Non
     assert out[0].duplicates == ()
     textless = [Hit(id=i, doc_id=i, text="", score=0.5) for i in ("img1", "img2")]
     assert [x.id for x in collapse_duplicates(textless)] == ["img1", "img2"]
+
+
+def test_collapse_duplicates_folds_a_passage_into_an_earlier_hit_of_its_document_that_holds_it() -> (
+    None
+):
+    # The quickstart's own query: a class section holding `should_retry` and `delay` ranked 3rd,
+    # `should_retry` alone as its proposition 5th; both showed the same first 300 characters.
+    method = "def should_retry(self, error, attempt):\n    return attempt < self.max_attempts"
+    section = f"{method}\n\ndef delay(self, attempt):\n    return 2.0"
+    hits = [
+        Hit(id="s", doc_id="retry", text=section, score=0.9, level="section"),
+        Hit(id="o", doc_id="other", text=method, score=0.8, level="proposition"),
+        Hit(id="p", doc_id="retry", text=f"  {method}\n", score=0.7, level="proposition"),
+        Hit(id="d", doc_id="retry", text="def delay(self, attempt):", score=0.6),
+    ]
+    out = collapse_duplicates(hits)
+    # Another document's copy of the method stays (it is no copy of the whole section).
+    assert [x.id for x in out] == ["s", "o"]
+    assert [x.duplicates for x in out] == [(), ()]
+
+
+def test_collapse_duplicates_folds_a_section_ranked_after_a_passage_it_holds() -> None:
+    # The same query after the classifier fix: the method 2nd, its class section 6th.
+    part = "Retries back off exponentially."
+    hits = [
+        Hit(id="p", doc_id="a", text=part, score=0.9, level="proposition"),
+        Hit(id="b", doc_id="b", text=f"{part} Elsewhere.", score=0.85),
+        Hit(id="s", doc_id="a", text=f"{part} The ceiling is max_delay.", score=0.8),
+        Hit(id="t", doc_id="a", text="Jitter spreads retries.", score=0.7),
+    ]
+    assert [x.id for x in collapse_duplicates(hits)] == ["p", "b", "t"]
