@@ -7,8 +7,8 @@ class signature as context; a function is never cut unless it alone exceeds the 
 it is split between statements with its signature repeated as context. Small neighbours
 (imports, constants, tiny functions) are packed together up to `min_tokens`.
 
-Languages without a working grammar here (Move: the published `tree-sitter-move` 0.0.2 wheel
-ships a macOS binary; C, Kotlin, ...) use a brace scanner that finds the same module ->
+Languages without a grammar here (Move, whose only published `tree-sitter-move` wheel ships a
+macOS binary; C, Kotlin, ...) use a brace scanner that finds the same module ->
 declaration -> function boundaries in any C-like syntax, and everything else (YAML, SQL, shell)
 is split into blank-line-separated windows. Nothing here raises on bad code: tree-sitter
 recovers from syntax errors and the fall-backs accept any text.
