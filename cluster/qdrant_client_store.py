@@ -22,7 +22,7 @@ from typing import Any
 from qdrant_client import QdrantClient, models
 
 from rayweave.cluster.errors import InputError, NotFoundError, RayweaveError, VectorStoreError
-from rayweave.cluster.settings import QdrantSettings
+from rayweave.cluster.settings import QDRANT_MEMORY, QdrantSettings
 from rayweave.cluster.types import SparseVector, point_uuid
 from rayweave.cluster.vector_points import (
     CHUNK_ID,
@@ -50,7 +50,7 @@ from rayweave.cluster.vector_store import (
     VectorQuery,
 )
 
-MEMORY = ":memory:"
+MEMORY = QDRANT_MEMORY
 LOCAL_SUFFIX = ".qdrant-local"
 
 

@@ -63,6 +63,10 @@ class RaySettings(_Group):
     )
 
 
+QDRANT_MEMORY = ":memory:"
+"""`qdrant.url` value that selects qdrant-client's in-memory local mode."""
+
+
 class QdrantSettings(_Group):
     """Vector store. `backend="edge"` runs Qdrant's engine in-process (qdrant-edge-py)."""
 

@@ -27,8 +27,7 @@ import ray
 from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError, RayTaskError
 
 from rayweave.cluster.errors import InputError, RayweaveError, ServiceError, VectorStoreError
-from rayweave.cluster.qdrant_client_store import MEMORY
-from rayweave.cluster.settings import QdrantSettings, Settings
+from rayweave.cluster.settings import QDRANT_MEMORY, QdrantSettings, Settings
 from rayweave.cluster.types import SparseVector
 from rayweave.cluster.vector_points import dense_matrix
 from rayweave.cluster.vector_store import (
@@ -386,7 +385,7 @@ def connect_vector_store(
     be connected to Ray), else the store opened in this process, which then owns its folder.
     """
     name = collection or settings.collection
-    if settings.backend == "client" and settings.url not in (None, MEMORY):
+    if settings.backend == "client" and settings.url not in (None, QDRANT_MEMORY):
         return open_vector_store(settings, path=path, collection=name)
     if not shared:
         return open_vector_store(settings, path=path, collection=name)

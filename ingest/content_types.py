@@ -135,7 +135,11 @@ def sniff_text(text: str) -> Detected:
     stripped = head.lstrip()
     if not stripped:
         return Detected(ContentType.TEXT)
-    if stripped.startswith("{") and '"cells"' in head and '"nbformat"' in text:
+    if (
+        stripped.startswith("{")
+        and ('"cells"' in head or '"worksheets"' in head)  # v4, v3
+        and '"nbformat"' in text
+    ):
         return Detected(ContentType.NOTEBOOK)
     first = stripped.split("\n", 1)[0]
     if _PY_LINE.match(first) and (

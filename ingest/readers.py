@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import codecs
 import errno
-import json
 import os
 import re
 import stat
@@ -37,6 +36,7 @@ from rayweave.ingest.content_types import (
     image_format,
     sniff_text,
 )
+from rayweave.ingest.notebooks import load_notebook
 from rayweave.ingest.titles import code_title, guess_title
 
 _BINARY_PROBE = 8192
@@ -444,14 +444,9 @@ def read_document(
 
 def _check_notebook(text: str, path: str) -> None:
     try:
-        nb = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SourceError(
-            f"{path}: invalid notebook JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
-            path=path,
-        ) from exc
-    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        raise SourceError(f"{path}: not a Jupyter notebook (no 'cells' list)", path=path)
+        load_notebook(text)
+    except SourceError as exc:
+        raise SourceError(f"{path}: {exc}", path=path) from exc
 
 
 def document_id_for(path: str | os.PathLike[str]) -> str:

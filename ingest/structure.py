@@ -10,12 +10,12 @@ every chunk's `start_char`/`end_char` refer to.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rayweave.cluster.errors import SourceError
+from rayweave.ingest.notebooks import load_notebook
 from rayweave.ingest.titles import split_front_matter
 
 BlockKind = Literal["heading", "paragraph", "code", "table", "other"]
@@ -494,14 +494,7 @@ def _source(cell: dict[str, Any], key: str = "source") -> str:
 
 def notebook_to_markdown(nb_text: str) -> tuple[str, str]:
     """Render a notebook as Markdown (markdown cells as prose, code cells fenced); (text, language)."""
-    try:
-        nb = json.loads(nb_text)
-    except json.JSONDecodeError as exc:
-        raise SourceError(
-            f"invalid notebook JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from exc
-    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        raise SourceError("not a Jupyter notebook (no 'cells' list)")
+    nb = load_notebook(nb_text)
     meta: dict[str, Any] = nb["metadata"] if isinstance(nb.get("metadata"), dict) else {}
     lang = (
         (meta.get("kernelspec") or {}).get("language")

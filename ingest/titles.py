@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import html
-import json
 import re
 
+from rayweave.cluster.errors import SourceError
 from rayweave.cluster.types import ContentType
+from rayweave.ingest.notebooks import load_notebook
 
 _MAX_TITLE = 120
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.DOTALL)
@@ -66,10 +67,10 @@ def html_title(text: str) -> str:
 
 def notebook_title(text: str) -> str:
     try:
-        nb = json.loads(text)
-    except ValueError:
+        nb = load_notebook(text)
+    except SourceError:
         return ""
-    for cell in nb.get("cells", []) if isinstance(nb, dict) else []:
+    for cell in nb["cells"]:
         if isinstance(cell, dict) and cell.get("cell_type") == "markdown":
             source = cell.get("source", "")
             source = "".join(source) if isinstance(source, list) else str(source)

@@ -16,8 +16,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request, Security
 from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -26,7 +27,8 @@ from prometheus_client import (
     generate_latest,
 )
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rayweave.cluster import __version__
 from rayweave.cluster.errors import AuthError, RateLimitError
@@ -36,6 +38,14 @@ from rayweave.serve.schemas import AnswerResponse, ResultItem, SearchRequest, Se
 from rayweave.serve.service import SearchService
 
 STATIC = Path(__file__).parent / "static"
+_KEY_DOC = "One of `serve.api_keys`, as `X-API-Key: KEY` or `Authorization: Bearer KEY`."
+# FastAPI's security schemes put the key into the OpenAPI document (the /docs "Authorize" button,
+# generated clients). auto_error=False leaves the 401 to `create_api`'s check, with one message
+# for both headers; without configured keys no route declares them, as none requires them.
+API_KEY_HEADER = APIKeyHeader(
+    name="X-API-Key", scheme_name="ApiKey", auto_error=False, description=_KEY_DOC
+)
+BEARER = HTTPBearer(scheme_name="Bearer", auto_error=False, description=_KEY_DOC)
 
 
 class MessageRequest(BaseModel):
@@ -78,29 +88,54 @@ class RateLimiter:
             self._buckets[key] = (tokens - 1.0, now)
 
 
-class BodyLimit(BaseHTTPMiddleware):
-    def __init__(self, app: Any, max_bytes: int) -> None:
-        super().__init__(app)
+class BodyLimit:
+    """413 before the app reads a body over `max_bytes` (pure ASGI middleware).
+
+    A declared Content-Length is checked at once; a chunked body is read here up to the limit
+    and replayed to the app through its own `receive`, so nothing parses a body past the limit.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
         self.max_bytes = max_bytes
 
-    async def dispatch(
-        self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        declared = request.headers.get("content-length")
-        too_big = JSONResponse(
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._too_big(scope, receive, send)
+            return
+        if scope["method"] not in ("POST", "PUT", "PATCH") or declared is not None:
+            await self.app(scope, receive, send)
+            return
+        messages: list[Message] = []
+        size = 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break  # the client went away; the app sees the disconnect
+            size += len(message.get("body", b""))
+            if size > self.max_bytes:
+                await self._too_big(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        buffered = iter(messages)
+
+        async def replay() -> Message:
+            return next(buffered, None) or await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _too_big(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = JSONResponse(
             error_body("PayloadTooLarge", f"request body exceeds {self.max_bytes} bytes"),
             status_code=413,
         )
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            return too_big
-        if request.method in ("POST", "PUT", "PATCH") and declared is None:
-            body = b""
-            async for part in request.stream():
-                body += part
-                if len(body) > self.max_bytes:
-                    return too_big
-            request._body = body  # starlette reuses a consumed body from here
-        return await call_next(request)
+        await response(scope, receive, send)
 
 
 def create_api(
@@ -156,12 +191,8 @@ def create_api(
         RateLimiter(settings.rate_limit_per_minute) if settings.rate_limit_per_minute else None
     )
 
-    def authorize(request: Request) -> str:
+    def admit(request: Request, supplied: str | None) -> str:
         """Returns a stable, non-secret key id used for rate limiting."""
-        supplied = request.headers.get("x-api-key")
-        auth = request.headers.get("authorization", "")
-        if supplied is None and auth.lower().startswith("bearer "):
-            supplied = auth[7:].strip()
         if keys and (
             not supplied or not any(hmac.compare_digest(supplied.encode(), k) for k in keys)
         ):
@@ -172,6 +203,25 @@ def create_api(
             limiter.check(key_id)
         return key_id
 
+    def supplied_key(
+        header_key: str | None, credentials: HTTPAuthorizationCredentials | None
+    ) -> str | None:
+        return (
+            header_key if header_key is not None or credentials is None else credentials.credentials
+        )
+
+    def authorize_key(
+        request: Request,
+        header_key: Annotated[str | None, Security(API_KEY_HEADER)],
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)],
+    ) -> str:
+        return admit(request, supplied_key(header_key, credentials))
+
+    async def authorize_open(request: Request) -> str:
+        # Keys still name rate-limit buckets when sent, as with keys configured.
+        return admit(request, supplied_key(await API_KEY_HEADER(request), await BEARER(request)))
+
+    authorize = authorize_key if keys else authorize_open
     guarded = [Depends(authorize)]
 
     @app.post("/v1/search", response_model=SearchResponse, dependencies=guarded)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 import uuid
@@ -286,3 +287,19 @@ class TestConnectModes:
             connect_vector_store(SETTINGS, path=tmp_path, shared=True)
         with pytest.raises(ServiceError, match="Ray"):
             shutdown_vector_actors("anything")
+
+    def test_edge_setups_never_load_qdrant_client(self, tmp_path: Path) -> None:
+        # A fresh interpreter: this test module itself imports the client adapter.
+        script = (
+            "import sys\n"
+            "from pathlib import Path\n"
+            "from rayweave.cluster.settings import QdrantSettings\n"
+            "from rayweave.cluster.vector_service import connect_vector_store\n"
+            f"store = connect_vector_store(QdrantSettings(), path=Path({str(tmp_path)!r}), shared=False)\n"
+            "store.close()\n"
+            "print(sorted(m for m in sys.modules if m.startswith('qdrant_client')))\n"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+        )
+        assert out.stdout.strip() == "[]", out.stdout

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from rayweave.cluster.errors import ModelError
 from rayweave.models.engine import TextEngine, example_features
 from rayweave.models.postprocess import l2_normalize, row_to_sparse, token_weights_to_sparse
 from rayweave.models.precision import RunOptions, plan_execution
@@ -190,3 +192,50 @@ def test_unwritable_cache_falls_back_to_torch(tmp_path: Path) -> None:
         output_axes={"out": {0: "batch"}},
     )
     assert isinstance(runner, TorchRunner)
+
+
+# The CPU int8 path stands on two APIs torch has deprecated. When an upgrade removes either, these
+# tests fail with the plan below instead of letting `build_runner` fall back quietly (export
+# failure -> torch dynamic int8) or fail at model load (torch.ao gone).
+MIGRATION_PLAN = """
+The deprecated int8 path of rayweave broke with torch {version}. Migration plan (README, Benchmarks):
+1. ONNX export: replace `torch.onnx.export(..., dynamo=False)` in models/runtime.py with the
+   torch.export-based exporter (`dynamo=True`, `dynamic_shapes` instead of `dynamic_axes`); add
+   `onnxscript` to the dependencies; check that ONNX Runtime's BERT optimizer still fuses
+   Attention/LayerNorm on the new graphs (`get_fused_operator_statistics`) and that
+   `rayweave bench models` keeps int8 ONNX texts/s and nDCG@10 at or above the README row.
+2. torch fallback (no onnxruntime, untraceable cores, CLIP): replace `torch.ao.quantization.
+   quantize_dynamic` in models/precision.py with torchao's `quantize_(model,
+   Int8DynamicActivationInt8WeightConfig())` and add `torchao` to the dependencies.
+Until then keep torch below this version in pyproject.toml.
+"""
+
+
+class TestDeprecatedInt8Path:
+    def test_torchscript_onnx_exporter_is_still_there(self, tmp_path: Path) -> None:
+        plan = MIGRATION_PLAN.format(version=torch.__version__)
+        if "dynamo" not in inspect.signature(torch.onnx.export).parameters:
+            pytest.fail(f"torch.onnx.export has no `dynamo` argument.{plan}")
+        try:
+            path = export_onnx(
+                MeanCore(),
+                example=example(),
+                output_names=["out"],
+                output_axes={"out": {0: "batch"}},
+                cache_dir=tmp_path,
+                int8=True,
+            )
+        except ModelError as exc:
+            pytest.fail(f"the TorchScript ONNX export (dynamo=False) failed: {exc}{plan}")
+        assert path.is_file()
+
+    def test_torch_dynamic_quantization_is_still_there(self) -> None:
+        try:
+            from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+        except ImportError as exc:
+            pytest.fail(
+                f"torch.ao.quantization.quantize_dynamic is gone ({exc})."
+                + MIGRATION_PLAN.format(version=torch.__version__)
+            )
+        assert callable(quantize_dynamic)
+        assert per_channel_dynamic_qconfig is not None

@@ -17,6 +17,7 @@ from tests_support import SAMPLE_CORPUS
 
 from rayweave.cluster.settings import Settings
 from rayweave.graph.schema import NodeLabel
+from rayweave.serve.local import LocalSearch
 
 from .figures import record
 
@@ -42,18 +43,23 @@ def settings(ray_stack: Settings, graph_connection: object) -> Settings:
 
 
 @pytest.fixture(scope="module")
-def client(settings: Settings) -> Iterator[TestClient]:
+def search(settings: Settings) -> Iterator[LocalSearch]:
     from rayweave.ingest.pipeline import run_ingest
-    from rayweave.serve.api import create_api
-    from rayweave.serve.local import LocalSearch
 
     run_ingest(settings, [SAMPLE_CORPUS / "docs" / "concepts"], collection="access")
-    search = LocalSearch(settings, collection="access")
+    local = LocalSearch(settings, collection="access")
     try:
-        with TestClient(create_api(search.service, settings.serve)) as http:
-            yield http
+        yield local
     finally:
-        search.close()
+        local.close()
+
+
+@pytest.fixture(scope="module")
+def client(search: LocalSearch, settings: Settings) -> Iterator[TestClient]:
+    from rayweave.serve.api import create_api
+
+    with TestClient(create_api(search.service, settings.serve)) as http:
+        yield http
 
 
 def messages_stored(settings: Settings) -> int:
@@ -156,3 +162,55 @@ def test_no_secrets_in_logs_and_servers_on_loopback(client: TestClient, settings
     assert {a.ip for a in listening} <= {"127.0.0.1", "::ffff:127.0.0.1"}, listening
     assert settings.serve.host == "127.0.0.1"
     record(test="secrets_and_binding", log_files_scanned=scanned, graph_listen=str(listening))
+
+
+def test_chunked_bodies_are_limited_before_parsing(client: TestClient, settings: Settings) -> None:
+    """Without a Content-Length the body is counted as it arrives, then handed on whole."""
+    key = {"X-API-Key": KEY_B, "Content-Type": "application/json"}
+    limit = settings.serve.max_body_bytes
+
+    def chunks(body: bytes) -> Iterator[bytes]:
+        for i in range(0, len(body), 4096):
+            yield body[i : i + 4096]
+
+    big = b'{"query": "' + b"x" * (limit + 10) + b'"}'
+    too_big = client.post("/v1/search", content=chunks(big), headers=key)
+    assert too_big.status_code == 413
+    assert "exceeds" in too_big.json()["detail"]
+    small = client.post("/v1/search", content=chunks(b'{"query": "What is a lease?"}'), headers=key)
+    assert small.status_code == 200, small.text
+    assert small.json()["results"]
+
+
+def test_openapi_declares_the_key_on_guarded_routes(
+    client: TestClient, search: LocalSearch, settings: Settings
+) -> None:
+    from rayweave.serve.api import create_api
+
+    doc = client.get("/openapi.json").json()
+    schemes = doc["components"]["securitySchemes"]
+    assert schemes["ApiKey"] == {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-API-Key",
+        "description": schemes["ApiKey"]["description"],
+    }
+    assert schemes["Bearer"]["type"] == "http"
+    assert schemes["Bearer"]["scheme"] == "bearer"
+    either = [{"ApiKey": []}, {"Bearer": []}]
+    guarded = [
+        ("post", "/v1/search"),
+        ("post", "/v1/answer"),
+        ("post", "/v1/conversations/{conversation_id}/messages"),
+        ("get", "/v1/documents/{doc_id}"),
+        ("get", "/v1/graph/neighbourhood"),
+    ]
+    for method, path in guarded:
+        assert doc["paths"][path][method]["security"] == either, path
+    assert "security" not in doc["paths"]["/healthz"]["get"]
+    # Without keys nothing is required, and nothing is declared.
+    open_settings = settings.serve.model_copy(update={"api_keys": ()})
+    with TestClient(create_api(search.service, open_settings)) as http:
+        open_doc = http.get("/openapi.json").json()
+    assert "securitySchemes" not in open_doc.get("components", {})
+    assert "security" not in open_doc["paths"]["/v1/search"]["post"]
