@@ -129,6 +129,8 @@ def start_head(settings: Settings) -> HeadInfo:
         f"--dashboard-agent-listen-port={_free_port()}",
         f"--ray-client-server-port={_free_port()}",
     ]
+    if ray_cfg.metrics_export_port is not None:
+        cmd.append(f"--metrics-export-port={ray_cfg.metrics_export_port}")
     if ray_cfg.num_cpus is not None:
         cmd.append(f"--num-cpus={ray_cfg.num_cpus}")
     if ray_cfg.num_gpus is not None:
@@ -195,6 +197,18 @@ def connect(settings: Settings, *, start: bool = True) -> None:
         )
     except ConnectionError as exc:
         raise ServiceError(f"cannot connect to Ray at {address}: {exc}") from exc
+
+
+def metrics_urls() -> list[str]:
+    """Prometheus endpoints of the connected cluster's live nodes: each node's metrics agent
+    exports Ray's, Serve's and rayweave's series (`cluster/telemetry.py`)."""
+    import ray
+
+    return [
+        f"http://{node['NodeManagerAddress']}:{node['MetricsExportPort']}/metrics"
+        for node in ray.nodes()
+        if node.get("Alive") and node.get("MetricsExportPort")
+    ]
 
 
 def _own_pids(temp_dir: Path) -> set[int]:

@@ -46,6 +46,14 @@ class RaySettings(_Group):
     dashboard_port: int = Field(
         default=8265, description="Dashboard/Jobs API port (`ray job submit`)."
     )
+    metrics_export_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description="Port of the embedded head's Prometheus metrics (Ray's, Serve's and rayweave's, "
+        "`ray start --metrics-export-port`); None lets Ray pick a free one (`rayweave status` "
+        "prints it). KubeRay uses 8080.",
+    )
     num_cpus: int | None = Field(
         default=None, description="CPUs the embedded head offers; None = all."
     )

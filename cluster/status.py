@@ -13,6 +13,7 @@ class StatusReport:
     graph: str
     serve: str
     vectors: str
+    metrics: str = "not running"
     job_env: dict[str, str] = field(default_factory=dict)
 
     def render(self) -> str:
@@ -23,6 +24,7 @@ class StatusReport:
                 f"graph    {self.graph}",
                 f"vectors  {self.vectors}",
                 f"serve    {self.serve}",
+                f"metrics  {self.metrics}",
                 "",
                 "submit ingestion as a Ray job:",
                 f"  {exports} ray job submit --working-dir . -- python -m rayweave.ingest.job PATH...",
@@ -47,9 +49,10 @@ def collect_status(settings: Settings) -> StatusReport:
     else:
         graph_line = GraphServer.from_settings(settings).status().describe()
 
-    serve_line = "not running"
+    serve_line = metrics_line = "not running"
     if head_running(settings) or settings.ray.address is not None:
         serve_line = _serve_status(settings)
+        metrics_line = _metrics_status()
     backend = settings.qdrant.url or str(settings.vector_path)
     vectors_line = f"{settings.qdrant.backend}: {backend} (collection {settings.qdrant.collection})"
     return StatusReport(
@@ -57,6 +60,7 @@ def collect_status(settings: Settings) -> StatusReport:
         graph=graph_line,
         serve=serve_line,
         vectors=vectors_line,
+        metrics=metrics_line,
         job_env=job_submit_env(settings),
     )
 
@@ -75,6 +79,17 @@ def _serve_status(settings: Settings) -> str:
     if app is None:
         return "not deployed"
     return f"{app.status.value} at http://{settings.serve.host}:{settings.serve.port}"
+
+
+def _metrics_status() -> str:
+    import ray
+
+    from rayweave.cluster.runtime import metrics_urls
+
+    if not ray.is_initialized():
+        return "unknown (not connected)"
+    urls = metrics_urls()
+    return f"{', '.join(urls)} (Prometheus text)" if urls else "no node exports metrics"
 
 
 def stop_all(settings: Settings) -> list[str]:

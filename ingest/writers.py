@@ -17,11 +17,13 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rayweave.cluster.errors import NotFoundError
 from rayweave.cluster.settings import Settings
+from rayweave.cluster.telemetry import ingest_metrics
 from rayweave.cluster.types import Chunk, Document, Level
 from rayweave.cluster.vector_store import CollectionSpec, VectorPoint, VectorStore
 from rayweave.ingest.report import DocumentOutcome
@@ -150,7 +152,13 @@ class DocumentWriter:
                     except Exception as exc:
                         w.fail(exc)
                         outcomes[id(w)] = self._passive_outcome(w)
-        return [outcomes[id(w)] for w in works]
+        ordered = [outcomes[id(w)] for w in works]
+        ingest_metrics().written(
+            collection=self.collection,
+            statuses=Counter(o.status for o in ordered),
+            chunks=sum(o.chunks for o in ordered if o.status in ("inserted", "updated")),
+        )
+        return ordered
 
     @staticmethod
     def _passive_outcome(w: DocWork) -> DocumentOutcome:

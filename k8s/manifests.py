@@ -45,6 +45,12 @@ DOCKERFILE = K8S_DIR / "Dockerfile"
 
 # What `kubectl apply -k` is pointed at: the two serving overlays and their ingest variants.
 RENDER_TARGETS = ("overlays/cpu-dev", "overlays/gpu-prod", "ingest/cpu-dev", "ingest/gpu-prod")
+# Applied beside an overlay where the Prometheus Operator runs: the PodMonitor and the dashboard.
+MONITORING_TARGET = "monitoring"
+DASHBOARD_CONFIGMAP = "rayweave-grafana-dashboard"
+# Ray exports a metric recorded as `name` as `ray_name`, counters with `_total`, histograms as
+# `_bucket`/`_count`/`_sum` series.
+_RAY_EXPORT = re.compile(r"\bray_(rayweave_[a-z_]+?)(?:_total|_bucket|_count|_sum)?\b")
 # Oldest Kubernetes the manifests are validated against (PDB unhealthyPodEvictionPolicy is GA in 1.31).
 KUBERNETES_VERSION = "1.31"
 # The Secret created by hand (k8s/README.md); nothing renders a Secret, so none is committed.
@@ -771,6 +777,119 @@ def _rayjob_problems(
 # --- everything ------------------------------------------------------------------------------
 
 
+# --- monitoring ------------------------------------------------------------------------------
+
+
+def _matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """A Kubernetes LabelSelector (matchLabels, matchExpressions) against a pod's labels."""
+    if not selector:
+        return False
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        present = key in labels
+        if (
+            (op == "In" and labels.get(key) not in values)
+            or (op == "NotIn" and present and labels.get(key) in values)
+            or (op == "Exists" and not present)
+            or (op == "DoesNotExist" and present)
+        ):
+            return False
+    return True
+
+
+def rayweave_metric_names() -> frozenset[str]:
+    """The metric names rayweave records (cluster/telemetry.py)."""
+    from rayweave.cluster import telemetry
+
+    return frozenset(
+        v
+        for k, v in vars(telemetry).items()
+        if k.isupper() and isinstance(v, str) and v.startswith("rayweave_")
+    )
+
+
+def monitoring_problems(
+    monitoring: Sequence[Mapping[str, Any]], served: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> list[str]:
+    """The PodMonitor scrapes every Ray pod of every served target, by a port each pod declares,
+    and nothing else; the dashboard queries only metrics rayweave records, and all of them."""
+    problems: list[str] = []
+    monitors = [o for o in monitoring if o.get("kind") == "PodMonitor"]
+    if not monitors:
+        problems.append("no PodMonitor")
+    for monitor in monitors:
+        where = describe(monitor)
+        spec = monitor.get("spec") or {}
+        ports = [e.get("port") for e in spec.get("podMetricsEndpoints") or []]
+        if not ports or None in ports:
+            problems.append(f"{where}: every podMetricsEndpoint needs a named port")
+        selector = spec.get("selector") or {}
+        for target, objects in served.items():
+            for pod in pod_templates(objects):
+                if pod.ray_group is None and _matches(selector, pod.labels):
+                    problems.append(
+                        f"{where}: selects {target} {pod.owner} {pod.where}, not a Ray pod"
+                    )
+            for obj in objects:
+                for at, cluster in ray_cluster_specs(obj):
+                    for group_name, group in ray_groups(cluster):
+                        label = f"{target} {describe(obj)} {at} group {group_name}"
+                        template = group.get("template") or {}
+                        if not _matches(
+                            selector, (template.get("metadata") or {}).get("labels") or {}
+                        ):
+                            problems.append(f"{where}: does not select {label}")
+                            continue
+                        declared = {
+                            q.get("name"): q.get("containerPort")
+                            for c in (template.get("spec") or {}).get("containers") or []
+                            for q in c.get("ports") or []
+                        }
+                        problems.extend(
+                            f"{where}: {label} has no container port {port!r}"
+                            for port in ports
+                            if port not in declared
+                        )
+                        export = str(
+                            (group.get("rayStartParams") or {}).get("metrics-export-port", 8080)
+                        )
+                        if "metrics" in declared and str(declared["metrics"]) != export:
+                            problems.append(
+                                f"{where}: {label}: container port metrics {declared['metrics']} "
+                                f"is not its metrics-export-port {export}"
+                            )
+    dashboards = [
+        o
+        for o in monitoring
+        if o.get("kind") == "ConfigMap" and o["metadata"]["name"] == DASHBOARD_CONFIGMAP
+    ]
+    if len(dashboards) != 1:
+        return [*problems, f"expected one ConfigMap {DASHBOARD_CONFIGMAP}"]
+    known = rayweave_metric_names()
+    queried: set[str] = set()
+    for key, text in (dashboards[0].get("data") or {}).items():
+        try:
+            dashboard = json.loads(text)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{DASHBOARD_CONFIGMAP}/{key}: not JSON: {exc}")
+            continue
+        for panel in dashboard.get("panels") or []:
+            for query in panel.get("targets") or []:
+                for name in _RAY_EXPORT.findall(str(query.get("expr", ""))):
+                    queried.add(name)
+                    if name not in known:
+                        problems.append(
+                            f"{DASHBOARD_CONFIGMAP}/{key} panel {panel.get('title')!r}: "
+                            f"rayweave records no metric {name!r}"
+                        )
+    problems.extend(
+        f"{DASHBOARD_CONFIGMAP}: no panel shows {name}" for name in sorted(known - queried)
+    )
+    return problems
+
+
 def check_objects(objects: Sequence[Mapping[str, Any]], crds: crd_schema.CrdValidator) -> list[str]:
     """Every check on one rendered target."""
     problems: list[str] = []
@@ -809,6 +928,7 @@ def check(crd_dir: Path | None = None, *, crds: crd_schema.CrdValidator | None =
     )
     crds = crds or load_crd_validator(crd_dir)
     ray_version = dockerfile_ray_version()
+    rendered: dict[str, list[dict[str, Any]]] = {}
     for target in RENDER_TARGETS:
         try:
             objects = render(target)
@@ -816,12 +936,24 @@ def check(crd_dir: Path | None = None, *, crds: crd_schema.CrdValidator | None =
             problems.append(f"{target}: {exc}")
             continue
         problems.extend(f"{target}: {p}" for p in check_objects(objects, crds))
+        rendered[target] = objects
         for obj in objects:
             for at, cluster in ray_cluster_specs(obj):
                 if cluster.get("rayVersion") != ray_version:
                     problems.append(
                         f"{target}: {describe(obj)} {at}: rayVersion {cluster.get('rayVersion')} != the image's Ray {ray_version}"
                     )
+    try:
+        monitoring = render(MONITORING_TARGET)
+    except RuntimeError as exc:
+        return [*problems, f"{MONITORING_TARGET}: {exc}"]
+    problems.extend(
+        f"{MONITORING_TARGET}: {describe(o)}: {e}"
+        for o in monitoring
+        if o.get("kind") != "PodMonitor"  # a CRD of the Prometheus Operator, not checked here
+        for e in core_errors(o)
+    )
+    problems.extend(f"{MONITORING_TARGET}: {p}" for p in monitoring_problems(monitoring, rendered))
     return problems
 
 
@@ -835,7 +967,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         problems = check()
         for problem in problems:
             print(problem)
-        print(f"{len(problems)} problem(s) in {', '.join(RENDER_TARGETS)}")
+        print(f"{len(problems)} problem(s) in {', '.join((*RENDER_TARGETS, MONITORING_TARGET))}")
         return 1 if problems else 0
     print(
         __doc__.strip().splitlines()[0],

@@ -3,7 +3,9 @@ tests can build it around in-process components.
 
 Cross-cutting rules live here, once: body-size limit (413), API-key/bearer auth when keys are
 configured (401, checked before any work), per-key rate limit (429), CORS only when origins are
-configured, Prometheus metrics, and the error mapping of `serve/errors.py`.
+configured, metrics through Ray's metrics API (`cluster/telemetry.py`: exported, with Serve's own,
+by every node's metrics agent, so there is no per-replica `/metrics` route), and the error mapping
+of `serve/errors.py`.
 """
 
 from __future__ import annotations
@@ -19,13 +21,6 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, Query, Request, Security
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Histogram,
-    generate_latest,
-)
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -33,6 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from rayweave.cluster import __version__
 from rayweave.cluster.errors import AuthError, RateLimitError
 from rayweave.cluster.settings import ServeSettings
+from rayweave.cluster.telemetry import api_metrics
 from rayweave.serve.errors import error_body, install_error_handlers
 from rayweave.serve.schemas import AnswerResponse, ResultItem, SearchRequest, SearchResponse
 from rayweave.serve.service import SearchService
@@ -161,18 +157,7 @@ def create_api(
             allow_headers=["*"],
         )
 
-    registry = CollectorRegistry()
-    requests = Counter("rayweave_requests", "HTTP requests", ["route", "status"], registry=registry)
-    latency = Histogram(
-        "rayweave_request_seconds",
-        "Request latency",
-        ["route"],
-        registry=registry,
-        buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5),
-    )
-    degraded = Counter(
-        "rayweave_degraded", "Retrievers dropped from a response", ["retriever"], registry=registry
-    )
+    metrics = api_metrics()
 
     @app.middleware("http")
     async def _metrics(
@@ -182,8 +167,9 @@ def create_api(
         response = await call_next(request)
         route = request.scope.get("route")
         path = getattr(route, "path", "unmatched")
-        requests.labels(path, str(response.status_code)).inc()
-        latency.labels(path).observe(time.perf_counter() - started)
+        metrics.request(
+            route=path, status=response.status_code, seconds=time.perf_counter() - started
+        )
         return response
 
     keys = [k.get_secret_value().encode() for k in settings.api_keys]
@@ -227,13 +213,14 @@ def create_api(
     @app.post("/v1/search", response_model=SearchResponse, dependencies=guarded)
     async def search(body: SearchRequest) -> SearchResponse:
         result = await service.search(body)
-        for name in result.degraded:
-            degraded.labels(name).inc()
+        metrics.search(timings_ms=result.timings_ms, degraded=result.degraded)
         return result
 
     @app.post("/v1/answer", response_model=AnswerResponse, dependencies=guarded)
     async def answer(body: SearchRequest) -> AnswerResponse:
-        return await service.answer(body)
+        result = await service.answer(body)
+        metrics.search(timings_ms=result.timings_ms, degraded=result.degraded)
+        return result
 
     @app.post(
         "/v1/conversations/{conversation_id}/messages",
@@ -264,10 +251,6 @@ def create_api(
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:
         return {"status": "ok", "version": __version__, **(health() if health else {})}
-
-    @app.get("/metrics")
-    async def metrics() -> Response:
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     if (STATIC / "index.html").is_file():
 

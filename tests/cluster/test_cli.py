@@ -13,8 +13,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
-from tests_support import REPO, SAMPLE_CORPUS, stack_env
+from tests_support import REPO, SAMPLE_CORPUS, free_ports, stack_env
 
 pytestmark = pytest.mark.integration
 
@@ -44,6 +45,7 @@ def port_open(port: int) -> bool:
 def cli_env() -> Iterator[dict[str, str]]:
     home = Path(tempfile.mkdtemp(prefix="rwc-", dir="/tmp"))
     env = {**os.environ, **stack_env(home), "NO_COLOR": "1", "COLUMNS": "200"}
+    env["RAYWEAVE_RAY__METRICS_EXPORT_PORT"] = str(free_ports(1)[0])
     env.pop("RAY_ADDRESS", None)
     # As in a user's shell: the CLI must set Ray's auth mode itself (this session's conftest set it).
     env.pop("RAY_AUTH_MODE", None)
@@ -103,6 +105,9 @@ def test_ingest_serve_query_status_job_stop(cli_env: dict[str, str], tmp_path: P
     status = rayweave(cli_env, "status")
     assert status.returncode == 0
     assert "running" in status.stdout
+    metrics_url = f"http://127.0.0.1:{cli_env['RAYWEAVE_RAY__METRICS_EXPORT_PORT']}/metrics"
+    assert metrics_url in status.stdout
+    assert "ray_" in httpx.get(metrics_url, timeout=30).text
     exports = rayweave(cli_env, "status", "--env")
     job_env = dict(cli_env)
     for line in exports.stdout.splitlines():

@@ -924,3 +924,53 @@ class TestReadme:
             assert f"--from-literal={key}=" in text
         assert "python k8s/manifests.py sync" in text
         assert "docker build -f k8s/Dockerfile" in text
+
+
+class TestMonitoring:
+    @pytest.fixture(scope="class")
+    def monitoring(self, rendered: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        return manifests.render(manifests.MONITORING_TARGET)
+
+    def test_scrapes_every_ray_pod_and_charts_every_metric(
+        self, monitoring: list[dict[str, Any]], rendered: dict[str, list[dict[str, Any]]]
+    ) -> None:
+        assert manifests.monitoring_problems(monitoring, rendered) == []
+        assert {o["kind"] for o in monitoring} == {"PodMonitor", "ConfigMap"}
+        for obj in monitoring:
+            if obj["kind"] == "ConfigMap":
+                assert manifests.core_errors(obj) == []
+                assert obj["metadata"]["labels"]["grafana_dashboard"] == "1"
+
+    def test_a_pod_without_the_metrics_port_is_reported(
+        self, monitoring: list[dict[str, Any]], rendered: dict[str, list[dict[str, Any]]]
+    ) -> None:
+        broken = copy.deepcopy(rendered["ingest/gpu-prod"])
+        job = _one(broken, "RayJob")
+        container = _group(job["spec"]["rayClusterSpec"], "cpu")["template"]["spec"]["containers"][
+            0
+        ]
+        container["ports"] = [p for p in container["ports"] if p["name"] != "metrics"]
+        problems = manifests.monitoring_problems(monitoring, {"ingest/gpu-prod": broken})
+        assert any("group cpu has no container port 'metrics'" in p for p in problems), problems
+
+    def test_an_unselected_ray_pod_is_reported(
+        self, monitoring: list[dict[str, Any]], rendered: dict[str, list[dict[str, Any]]]
+    ) -> None:
+        narrow = copy.deepcopy(monitoring)
+        monitor = _one(narrow, "PodMonitor")
+        monitor["spec"]["selector"]["matchExpressions"][0]["values"] = ["serve-worker"]
+        problems = manifests.monitoring_problems(
+            narrow, {"overlays/cpu-dev": rendered["overlays/cpu-dev"]}
+        )
+        assert any("does not select" in p and "group head" in p for p in problems), problems
+
+    def test_a_misspelled_metric_in_the_dashboard_is_reported(
+        self, monitoring: list[dict[str, Any]]
+    ) -> None:
+        changed = copy.deepcopy(monitoring)
+        data = _one(changed, "ConfigMap")["data"]
+        key = next(iter(data))
+        data[key] = data[key].replace("ray_rayweave_degraded_total", "ray_rayweave_degrade_total")
+        problems = manifests.monitoring_problems(changed, {})
+        assert any("no metric 'rayweave_degrade'" in p for p in problems), problems
+        assert any("no panel shows rayweave_degraded" in p for p in problems), problems

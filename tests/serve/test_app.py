@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import httpx
 import pytest
+import yaml
+
+from rayweave.cluster.settings import Settings
 
 pytestmark = pytest.mark.integration
 
@@ -18,11 +22,107 @@ def search(url: str, **body: object) -> httpx.Response:
     return httpx.post(f"{url}/v1/search", json=body, timeout=60)
 
 
-def test_health_metrics_and_openapi(app_url: str) -> None:
+def test_health_and_openapi(app_url: str) -> None:
     assert httpx.get(f"{app_url}/healthz", timeout=30).json()["status"] == "ok"
-    assert "/v1/search" in httpx.get(f"{app_url}/openapi.json", timeout=30).json()["paths"]
-    search(app_url, query="What is a lease?")
-    assert "rayweave_requests" in httpx.get(f"{app_url}/metrics", timeout=30).text
+    paths = httpx.get(f"{app_url}/openapi.json", timeout=30).json()["paths"]
+    assert "/v1/search" in paths
+    assert "/metrics" not in paths  # metrics leave through Ray's metrics agents
+
+
+def scrape(family: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """Every series of one rayweave metric, as Ray's metrics agents on all live nodes export it."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from rayweave.cluster.runtime import metrics_urls
+
+    series: dict[tuple[tuple[str, str], ...], float] = {}
+    for url in metrics_urls():
+        for fam in text_string_to_metric_families(httpx.get(url, timeout=30).text):
+            for sample in fam.samples:
+                if sample.name.removesuffix("_total") == f"ray_{family}":
+                    key = (("node", url), *sorted(sample.labels.items()))
+                    series[key] = series.get(key, 0.0) + sample.value
+    return series
+
+
+def test_exported_request_counter_sums_over_ingress_replicas(
+    sample_ingested: Settings, tmp_path: Path
+) -> None:
+    """N requests through the proxy to two Ingress replicas: Ray's export counts exactly N."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ray import serve
+    from ray.serve.schema import ReplicaState
+
+    from rayweave.serve.app import DEFAULT_SERVE_CONFIG, deploy
+
+    config = yaml.safe_load(DEFAULT_SERVE_CONFIG.read_text())
+    for deployment in config["applications"][0]["deployments"]:
+        if deployment["name"] == "Ingress":
+            deployment["num_replicas"] = 2
+    (tmp_path / "serve.yaml").write_text(yaml.safe_dump(config))
+    two = Settings(
+        **{
+            **sample_ingested.model_dump(),
+            "serve": {
+                **sample_ingested.serve.model_dump(),
+                "serve_config": tmp_path / "serve.yaml",
+            },
+        }
+    )
+    try:
+        url = deploy(two)
+        deadline = time.monotonic() + 300
+        while True:
+            app = serve.status().applications[two.serve.app_name]
+            if app.deployments["Ingress"].replica_states.get(ReplicaState.RUNNING, 0) == 2:
+                break
+            assert time.monotonic() < deadline, app.deployments["Ingress"]
+            time.sleep(1)
+
+        def healthz_series() -> dict[tuple[tuple[str, str], ...], float]:
+            return {
+                k: v
+                for k, v in scrape("rayweave_requests").items()
+                if ("route", "/healthz") in k and ("status", "200") in k
+            }
+
+        before = healthz_series()
+        n = 60
+        with ThreadPoolExecutor(8) as pool:
+            codes = list(
+                pool.map(lambda _: httpx.get(f"{url}/healthz", timeout=60).status_code, range(n))
+            )
+        assert codes == [200] * n
+        # Ray's agents export on an interval (several seconds): poll, bounded.
+        deadline = time.monotonic() + 120
+        while True:
+            after = healthz_series()
+            grew = {k: v - before.get(k, 0.0) for k, v in after.items() if v != before.get(k, 0.0)}
+            if sum(grew.values()) >= n or time.monotonic() > deadline:
+                break
+            time.sleep(2)
+        assert sum(grew.values()) == n, grew
+        replicas = {dict(k).get("replica") for k in grew}
+        assert len(replicas) == 2, grew  # both replicas served, and both are counted
+        assert all(dict(k).get("deployment") == "Ingress" for k in grew)
+    finally:
+        deploy(sample_ingested)
+
+
+def test_search_and_ingest_metrics_are_exported(app_url: str) -> None:
+    assert search(app_url, query="How do retries back off?").status_code == 200
+    deadline = time.monotonic() + 120
+    while True:
+        stages = scrape("rayweave_stage_seconds_count")
+        chunks = scrape("rayweave_ingest_chunks")
+        documents = scrape("rayweave_ingest_documents")
+        if (stages and chunks and documents) or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    assert {dict(k)["stage"] for k in stages} >= {"classify", "vector"}, stages
+    assert sum(v for k, v in chunks.items() if ("collection", "sample") in k) > 0
+    assert sum(v for k, v in documents.items() if ("status", "inserted") in k) > 0
 
 
 def test_search_returns_ranked_hits_with_text_source_section_and_score(app_url: str) -> None:
