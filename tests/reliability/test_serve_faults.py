@@ -2,8 +2,8 @@
 
 - one of two VectorRetriever replicas is killed mid-load: under 1% of requests fail, none after
   the controller has replaced it;
-- the graph server is stopped: every query is still answered from vectors, `degraded` naming the
-  graph; once it is back, answers are whole again;
+- the graph server is stopped: every query is still answered, the graph lists from the
+  retriever's in-memory projection (none degraded); once it is back, answers stay whole;
 - the web retriever's endpoint hangs (and its own timeout is far longer than the deadline):
   responses still arrive within the deadline plus a small margin.
 
@@ -236,9 +236,11 @@ def test_killing_a_vector_replica_under_load(fault_app: tuple[str, Settings]) ->
     )
 
 
-def test_graph_server_stopped_queries_answered_from_vectors(
+def test_graph_server_stopped_queries_still_walk_the_projection(
     fault_app: tuple[str, Settings],
 ) -> None:
+    """The graph retriever walks its in-memory projection: a stopped graph server costs
+    freshness (the projection cannot refresh), not answers; nothing is degraded."""
     from rayweave.cluster.services import GraphServer, resolve_graph_connection
 
     url, settings = fault_app
@@ -249,16 +251,14 @@ def test_graph_server_stopped_queries_answered_from_vectors(
     finally:
         resolve_graph_connection(settings)  # the session's graph server comes back
     assert all(o.status == 200 and o.results > 0 for o in during)
-    assert all("graph" in o.degraded for o in during), [o.degraded for o in during]
+    graph_lists = ("graph", "graph-expand")
+    assert not any(g in o.degraded for o in during for g in graph_lists), [
+        o.degraded for o in during
+    ]
     assert all("vector" not in o.degraded for o in during)
 
-    # Back: the replicas' drivers reconnect by themselves.
-    deadline = time.monotonic() + 120
-    while True:
-        again = drive(url, 4, "hybrid+graph")
-        if all("graph" not in o.degraded for o in again) or time.monotonic() > deadline:
-            break
-        time.sleep(2.0)
+    # Back: still whole, and the projection's refresh thread reconnects by itself.
+    again = drive(url, 4, "hybrid+graph")
     assert all(o.status == 200 and "graph" not in o.degraded for o in again)
     record(
         test="graph_server_stopped",

