@@ -13,6 +13,7 @@ class StatusReport:
     graph: str
     serve: str
     vectors: str
+    logs: str = ""
     job_env: dict[str, str] = field(default_factory=dict)
 
     def render(self) -> str:
@@ -23,6 +24,7 @@ class StatusReport:
                 f"graph    {self.graph}",
                 f"vectors  {self.vectors}",
                 f"serve    {self.serve}",
+                f"logs     {self.logs}",
                 "",
                 "submit ingestion as a Ray job:",
                 f"  {exports} ray job submit --working-dir . -- python -m rayweave.ingest.job PATH...",
@@ -32,7 +34,12 @@ class StatusReport:
 
 
 def collect_status(settings: Settings) -> StatusReport:
-    from rayweave.cluster.runtime import head_running, job_submit_env
+    from rayweave.cluster.runtime import (
+        head_running,
+        job_submit_env,
+        ray_console_log,
+        ray_temp_dir,
+    )
     from rayweave.cluster.services import GraphServer
 
     if settings.ray.address is not None:
@@ -57,6 +64,8 @@ def collect_status(settings: Settings) -> StatusReport:
         graph=graph_line,
         serve=serve_line,
         vectors=vectors_line,
+        logs=f"Ray: {ray_temp_dir(settings) / 'session_latest' / 'logs'}; what Ray printed "
+        f"during rayweave commands: {ray_console_log(settings)}",
         job_env=job_submit_env(settings),
     )
 
