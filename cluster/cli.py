@@ -225,18 +225,45 @@ def query(
     ] = None,
     url: Annotated[str | None, typer.Option(help="Ingress URL (default: from settings).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the raw JSON response.")] = False,
+    answer: Annotated[
+        bool,
+        typer.Option(
+            "--answer", help="Ask for an LLM answer too (needs models.llm; says why not)."
+        ),
+    ] = False,
 ) -> None:
     """Ask the running Serve app over HTTP and print the ranked results."""
     from rayweave.serve.client import search_over_http
 
     settings = _run(lambda: _settings(config))
-    response = _run(lambda: search_over_http(settings, text, top_k=top_k, profile=profile, url=url))
+    response = _run(
+        lambda: search_over_http(
+            settings,
+            text,
+            top_k=top_k,
+            profile=profile,
+            url=url,
+            # A local LM on CPU may take minutes; the search alone stays at 60 s.
+            timeout_s=600.0 if answer else 60.0,
+            answer=answer,
+        )
+    )
     if as_json:
         out.print_json(data=response)
         return
+    if answer:
+        out.print(answer_text(response))
     out.print(results_table(response))
     if response.get("degraded"):
         console.print(f"[yellow]degraded:[/yellow] {', '.join(response['degraded'])}")
+
+
+def answer_text(response: dict[str, Any]) -> Text:
+    """The answer of a `/v1/answer` response, or why there is none (as stored, never markup)."""
+    if response.get("answer"):
+        return Text.assemble(("answer: ", "bold"), str(response["answer"]), "\n")
+    note = response.get("answer_note") or "the app returned no answer and no reason"
+    return Text.assemble(("no answer: ", "bold yellow"), str(note), "\n")
 
 
 def results_table(response: dict[str, Any]) -> Table:
