@@ -8,8 +8,10 @@ one line naming the problem and exit with status 2 (bad input) or 1 (anything el
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -77,6 +79,41 @@ def _run(fn: Callable[[], T]) -> T:
         raise typer.Exit(1) from None
 
 
+@contextmanager
+def ray_output_to_log(settings: Settings) -> Iterator[Path]:
+    """Send what Ray writes to this process's stdout and stderr to `ray_console_log`, and rayweave's
+    own consoles to the terminal.
+
+    Ray prints from places no setting reaches: its C++ core worker logs errors straight to file
+    descriptor 2 (Ray Data's actors always pass their transformer through the object store, which
+    draws a restartability warning), Ray Data warns on its console handler, and a listener thread
+    echoes raylet notices ("8 PYTHON worker processes have been started"). A user should see the
+    progress bar and the summary; Ray's lines stay in that file and in Ray's session logs."""
+    from rayweave.cluster.runtime import ray_console_log
+
+    log = ray_console_log(settings)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved_out, saved_err = os.dup(1), os.dup(2)
+    terminal_out = os.fdopen(saved_out, "w", buffering=1, encoding="utf-8", errors="replace")
+    terminal_err = os.fdopen(saved_err, "w", buffering=1, encoding="utf-8", errors="replace")
+    out.file, console.file = terminal_out, terminal_err
+    with log.open("ab") as sink:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield log
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved_out, 1)
+            os.dup2(saved_err, 2)
+            out.file, console.file = None, None  # type: ignore[assignment]
+            terminal_out.close()
+            terminal_err.close()
+
+
 def _version(value: bool) -> None:
     if value:
         out.print(f"rayweave {__version__}")
@@ -115,8 +152,9 @@ def ingest(
     from rayweave.ingest.pipeline import run_ingest
 
     settings = _run(lambda: _settings(config, collection))
-    summary = _run(lambda: run_ingest(settings, paths, beir=beir, console=console))
-    out.print(summary.render(), markup=False, highlight=False)
+    with ray_output_to_log(settings):
+        summary = _run(lambda: run_ingest(settings, paths, beir=beir, console=console))
+        out.print(summary.render(), markup=False, highlight=False)
     if report:
         report.write_text(json.dumps(summary.to_dict(), indent=2))
     if summary.documents_total == 0 and summary.errors:
@@ -139,7 +177,8 @@ def delete(
     from rayweave.ingest.pipeline import delete_documents
 
     settings = _run(lambda: _settings(config, collection))
-    removed = _run(lambda: delete_documents(settings, targets))
+    with ray_output_to_log(settings):
+        removed = _run(lambda: delete_documents(settings, targets))
     out.print(f"removed {removed} document(s)")
 
 
@@ -163,7 +202,8 @@ def serve(
         settings = Settings(
             **{**settings.model_dump(), "serve": {**settings.serve.model_dump(), **serve_overrides}}
         )
-    url = _run(lambda: deploy(settings, console=console))
+    with ray_output_to_log(settings):
+        url = _run(lambda: deploy(settings, console=console))
     out.print(f"serving on {url}  (POST {url}/v1/search, docs at {url}/docs)")
     if blocking:
         import time
@@ -185,18 +225,45 @@ def query(
     ] = None,
     url: Annotated[str | None, typer.Option(help="Ingress URL (default: from settings).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the raw JSON response.")] = False,
+    answer: Annotated[
+        bool,
+        typer.Option(
+            "--answer", help="Ask for an LLM answer too (needs models.llm; says why not)."
+        ),
+    ] = False,
 ) -> None:
     """Ask the running Serve app over HTTP and print the ranked results."""
     from rayweave.serve.client import search_over_http
 
     settings = _run(lambda: _settings(config))
-    response = _run(lambda: search_over_http(settings, text, top_k=top_k, profile=profile, url=url))
+    response = _run(
+        lambda: search_over_http(
+            settings,
+            text,
+            top_k=top_k,
+            profile=profile,
+            url=url,
+            # A local LM on CPU may take minutes; the search alone stays at 60 s.
+            timeout_s=600.0 if answer else 60.0,
+            answer=answer,
+        )
+    )
     if as_json:
         out.print_json(data=response)
         return
+    if answer:
+        out.print(answer_text(response))
     out.print(results_table(response))
     if response.get("degraded"):
         console.print(f"[yellow]degraded:[/yellow] {', '.join(response['degraded'])}")
+
+
+def answer_text(response: dict[str, Any]) -> Text:
+    """The answer of a `/v1/answer` response, or why there is none (as stored, never markup)."""
+    if response.get("answer"):
+        return Text.assemble(("answer: ", "bold"), str(response["answer"]), "\n")
+    note = response.get("answer_note") or "the app returned no answer and no reason"
+    return Text.assemble(("no answer: ", "bold yellow"), str(note), "\n")
 
 
 def results_table(response: dict[str, Any]) -> Table:

@@ -43,6 +43,11 @@ def ray_temp_dir(settings: Settings) -> Path:
     return settings.home.expanduser() / "ray"
 
 
+def ray_console_log(settings: Settings) -> Path:
+    """Where the CLI sends what Ray prints to a command's terminal (`rayweave status` names it)."""
+    return settings.home.expanduser() / "logs" / "ray-console.log"
+
+
 def _port_open(host: str, port: int, timeout: float = 0.5) -> bool:
     try:
         with socket.create_connection((host, port), timeout=timeout):

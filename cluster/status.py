@@ -14,6 +14,7 @@ class StatusReport:
     serve: str
     vectors: str
     metrics: str = "not running"
+    logs: str = ""
     job_env: dict[str, str] = field(default_factory=dict)
 
     def render(self) -> str:
@@ -25,6 +26,7 @@ class StatusReport:
                 f"vectors  {self.vectors}",
                 f"serve    {self.serve}",
                 f"metrics  {self.metrics}",
+                f"logs     {self.logs}",
                 "",
                 "submit ingestion as a Ray job:",
                 f"  {exports} ray job submit --working-dir . -- python -m rayweave.ingest.job PATH...",
@@ -34,7 +36,12 @@ class StatusReport:
 
 
 def collect_status(settings: Settings) -> StatusReport:
-    from rayweave.cluster.runtime import head_running, job_submit_env
+    from rayweave.cluster.runtime import (
+        head_running,
+        job_submit_env,
+        ray_console_log,
+        ray_temp_dir,
+    )
     from rayweave.cluster.services import GraphServer
 
     if settings.ray.address is not None:
@@ -61,6 +68,8 @@ def collect_status(settings: Settings) -> StatusReport:
         serve=serve_line,
         vectors=vectors_line,
         metrics=metrics_line,
+        logs=f"Ray: {ray_temp_dir(settings) / 'session_latest' / 'logs'}; what Ray printed "
+        f"during rayweave commands: {ray_console_log(settings)}",
         job_env=job_submit_env(settings),
     )
 

@@ -194,8 +194,11 @@ def run_ingest(
     ctx = DataContext.get_current()
     ctx.enable_progress_bars = False  # our own progress bar counts documents, not blocks
     ctx.verbose_progress = False
-    # Ray Data's plan and per-dataset INFO lines go to its log file, not over our progress bar.
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    # Ray Data's plan, per-dataset lines and warnings (e.g. "Progress bars disabled", which we
+    # chose) go to its log file (ray-data.log in the session logs), not over our progress bar.
+    for handler in logging.getLogger("ray.data").handlers:
+        if handler.get_name() == "console":
+            handler.setLevel(logging.ERROR)
     # Its issue detectors repeat a memory warning every 30 s per model pool; `rayweave bench
     # ingest` measures peak memory instead.
     ctx.issue_detectors_config.detectors = []

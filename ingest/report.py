@@ -78,6 +78,7 @@ class IngestSummary:
 
     def add_error(self, path: str, reason: str) -> None:
         self.documents_failed += 1
+        reason = reason.removeprefix(f"{path}: ")  # errors that name their file already
         self.errors.append(DocumentError(path=path, reason=reason))
 
     def to_dict(self) -> dict[str, Any]:

@@ -18,7 +18,9 @@ def search_over_http(
     profile: str | None = None,
     url: str | None = None,
     timeout_s: float = 60.0,
+    answer: bool = False,
 ) -> dict[str, Any]:
+    """POST the query to `/v1/search` (or `/v1/answer` with `answer`) and return the JSON body."""
     base = (url or f"http://{settings.serve.host}:{settings.serve.port}").rstrip("/")
     body: dict[str, Any] = {"query": text, "include_context": False}
     if top_k is not None:
@@ -29,7 +31,8 @@ def search_over_http(
     if settings.serve.api_keys:
         headers["X-API-Key"] = settings.serve.api_keys[0].get_secret_value()
     try:
-        resp = httpx.post(f"{base}/v1/search", json=body, headers=headers, timeout=timeout_s)
+        endpoint = "answer" if answer else "search"
+        resp = httpx.post(f"{base}/v1/{endpoint}", json=body, headers=headers, timeout=timeout_s)
     except httpx.ConnectError as exc:
         raise ServiceError(
             f"nothing answers on {base}: start the app with `rayweave serve`"

