@@ -275,30 +275,18 @@ def _bench_corpus(
     projection.built_s = time.perf_counter() - started
     walk_weights = relation_weights(PROFILES[QueryType.MULTI_HOP])
 
-    def ppr(text: str, seed_list: list[Seed]) -> list[Hit]:
-        request = WalkRequest(
+    def request_for(text: str, scored: Sequence[tuple[str, float]]) -> WalkRequest:
+        return WalkRequest(
             entities=query_entities(projection, text, (), settings.graph.gazetteer_max_ngram),
-            seeds={
-                projection.chunk_rows[s.chunk_id]: s.score
-                for s in seed_list
-                if s.chunk_id in projection.chunk_rows
-            },
+            seeds={projection.chunk_rows[c]: sc for c, sc in scored if c in projection.chunk_rows},
             weights=walk_weights,
         )
+
+    def ppr(text: str, seed_list: list[Seed]) -> list[Hit]:
+        request = request_for(text, [(s.chunk_id, s.score) for s in seed_list])
         return walk(projection, request, settings.graph, limit=settings.graph.max_results)
 
-    requests = [
-        WalkRequest(
-            entities=query_entities(projection, text, (), settings.graph.gazetteer_max_ngram),
-            seeds={
-                projection.chunk_rows[c]: sc
-                for c, sc in first_stage[qid][:seeds]
-                if c in projection.chunk_rows
-            },
-            weights=walk_weights,
-        )
-        for qid, text in corpus.queries
-    ]
+    requests = [request_for(text, first_stage[qid][:seeds]) for qid, text in corpus.queries]
     projection_figures(projection, requests, settings.graph, add)
     try:
         cases: dict[str, Callable[[str, list[Seed]], list[Hit]]] = {

@@ -91,6 +91,7 @@ class GraphProjection:
         default_factory=dict
     )
     _reversed: dict[str, sp.csr_matrix] = field(default_factory=dict)
+    _chunks: np.ndarray | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -148,7 +149,12 @@ class GraphProjection:
         return total
 
     def chunk_mask(self) -> np.ndarray:
-        return self.nodes.kinds == NodeKind.CHUNK
+        """Rows that can be hits (read-only; computed once, not per query)."""
+        if self._chunks is None:
+            mask = self.nodes.kinds == NodeKind.CHUNK
+            mask.flags.writeable = False
+            self._chunks = mask
+        return self._chunks
 
     def level_of(self, row: int) -> Level:
         return LEVELS[int(self.nodes.level[row])]

@@ -135,10 +135,9 @@ def walk(
         damping=settings.walk_damping,
         tolerance=settings.walk_tolerance,
     )
-    mask = projection.nodes.kinds == NodeKind.CHUNK
     starts = frozenset(reset)
     hits = []
-    for row, score in top_nodes(rank, mask, limit):
+    for row, score in top_nodes(rank, projection.chunk_mask(), limit):
         path = explain(transition, rank.scores, row, starts)
         hits.append(
             _hit(
@@ -168,7 +167,8 @@ def bridge_links(
         lo, hi = mentions.indptr[seed], mentions.indptr[seed + 1]
         ents = mentions.indices[lo:hi]
         # Only entities some chunk explains can link; the rarest of those are followed.
-        keep = (kinds[ents] == NodeKind.ENTITY) & (np.diff(explains.indptr)[ents] > 0)
+        explained = explains.indptr[ents + 1] > explains.indptr[ents]
+        keep = (kinds[ents] == NodeKind.ENTITY) & explained
         ents, weight = ents[keep], mentions.data[lo:hi][keep]
         if ents.size == 0:
             continue

@@ -20,7 +20,12 @@ from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Hit
 from rayweave.graph.projection import GraphProjection, ProjectionHolder, load_projection
 from rayweave.graph.store import GraphStore
-from rayweave.graph.traversal import PROFILES, GraphTraversal, parse_query_type
+from rayweave.graph.traversal import (
+    PROFILES,
+    GraphTraversal,
+    TraversalProfile,
+    parse_query_type,
+)
 from rayweave.graph.walk import (
     WalkRequest,
     bridge_links,
@@ -64,9 +69,13 @@ class GraphSearch:
         self.store.close()
 
     def _request(
-        self, query: RetrievalQuery, projection: GraphProjection, *, seeds: bool
+        self,
+        query: RetrievalQuery,
+        projection: GraphProjection,
+        profile: TraversalProfile,
+        *,
+        seeds: bool,
     ) -> WalkRequest:
-        profile = PROFILES[parse_query_type(query.plan.query_type)]
         return WalkRequest(
             entities=query_entities(
                 projection, query.text, query.keywords, self.settings.gazetteer_max_ngram
@@ -77,15 +86,16 @@ class GraphSearch:
 
     async def retrieve(self, query: RetrievalQuery) -> RankedLists:
         projection = self.projections.current
-        request = self._request(query, projection, seeds=False)
+        profile = PROFILES[parse_query_type(query.plan.query_type)]
+        request = self._request(query, projection, profile, seeds=False)
         hits = walk(projection, request, self.settings, limit=self.settings.max_results)
         return {"graph": _marked(hits, "graph")}
 
     async def expand(self, query: RetrievalQuery) -> RankedLists:
         projection = self.projections.current
-        request = self._request(query, projection, seeds=True)
-        hits = walk(projection, request, self.settings, limit=self.settings.max_results)
         profile = PROFILES[parse_query_type(query.plan.query_type)]
+        request = self._request(query, projection, profile, seeds=True)
+        hits = walk(projection, request, self.settings, limit=self.settings.max_results)
         links = bridge_links(projection, request.seeds, self.settings) if profile.bridge > 0 else []
         if query.conversation_id:
             hits = await asyncio.to_thread(
