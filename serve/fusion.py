@@ -147,33 +147,50 @@ def cap_per_document(hits: Sequence[Hit], *, max_per_document: int) -> list[Hit]
 
 
 def collapse_duplicates(hits: Sequence[Hit]) -> list[Hit]:
-    """Fold hits whose text (whitespace aside) equals an earlier hit's into it, and hits that
-    hold, or are held by, an earlier hit of the same document.
+    """Fold hits whose text (whitespace aside) equals an earlier hit's into it, and passages
+    that hold, or are held by, an earlier kept passage in each document they occur in.
 
     Copies of one passage in several documents (a vendored file, the same corpus ingested from
     two checkouts) would otherwise fill the page with one answer; the kept, best-ranked hit
     names the copies' sources so nothing is hidden. The level does not matter: a function that
     is both a section and its only proposition says the same thing twice, and a method ranked
-    above (or below) the class section that holds it shows the same first lines twice. The
-    best-ranked level stays, and the document's other passages keep their slots. Order and
-    scores are kept.
+    above (or below) the class section that holds it shows the same first lines twice. Copies
+    are grouped before containment is judged, so the outcome does not depend on which copy of
+    a passage ranked first (near-tied copies swap places from run to run). Order and scores are
+    kept.
     """
-    kept: dict[str, int] = {}
-    by_doc: dict[str, list[str]] = {}
-    out: list[Hit] = []
-    for h in hits:
+    groups: dict[str, list[Hit]] = {}
+    order: list[str | int] = []  # text keys, or the position of a textless hit (images)
+    for i, h in enumerate(hits):
         key = " ".join(h.text.split())
-        if key and any(key in e or e in key for e in by_doc.get(h.doc_id, ())):
+        if not key:
+            order.append(i)
+        elif key not in groups:
+            groups[key] = [h]
+            order.append(key)
+        else:
+            groups[key].append(h)
+
+    out: list[Hit] = []
+    held: dict[str, list[str]] = {}  # document -> kept texts it holds
+    for entry in order:
+        if isinstance(entry, int):
+            out.append(hits[entry])
             continue
-        i = kept.get(key) if key else None  # textless hits (images) are not copies of each other
-        if i is None:
-            kept.setdefault(key, len(out))
-            by_doc.setdefault(h.doc_id, []).append(key)
-            out.append(h)
-        elif h.doc_id != out[i].doc_id:
-            first = out[i]
-            copies = (*first.duplicates, h.source or h.doc_id, *h.duplicates)
-            out[i] = replace(first, duplicates=tuple(dict.fromkeys(copies)))
+        copies = groups[entry]
+        docs = list(dict.fromkeys(c.doc_id for c in copies))
+        if all(any(entry in k or k in entry for k in held.get(d, ())) for d in docs):
+            continue
+        for d in docs:
+            held.setdefault(d, []).append(entry)
+        first = copies[0]
+        others = [
+            s
+            for c in copies
+            if c.doc_id != first.doc_id
+            for s in (c.source or c.doc_id, *c.duplicates)
+        ]
+        out.append(replace(first, duplicates=tuple(dict.fromkeys((*first.duplicates, *others)))))
     return out
 
 
