@@ -392,11 +392,20 @@ def bench_serve(
     url: Annotated[
         str | None, typer.Option(help="Ingress URL (default: from settings; deploys if idle).")
     ] = None,
+    anchor: Annotated[
+        bool,
+        typer.Option(
+            "--anchor",
+            help="Also run the cells against a one-process sentence-transformers + numpy server "
+            "over the same chunks, and show QPS and p50 as ratios to it.",
+        ),
+    ] = False,
     as_json: Annotated[
         Path | None, typer.Option("--json", help="Also write the rows as JSON here.")
     ] = None,
 ) -> None:
-    """HTTP load on 127.0.0.1: p50/p95/p99 latency and QPS at 1, 8 and 32 clients per profile."""
+    """HTTP load on 127.0.0.1: p50/p95/p99 latency, QPS and CPU-ms per request per stage at 1, 8
+    and 32 clients per profile."""
     from rayweave.serve.bench import DEFAULT_CONCURRENCY, DEFAULT_PROFILES, run_serve_bench
 
     settings = _run(lambda: _settings(config, collection))
@@ -409,6 +418,7 @@ def bench_serve(
             concurrency=concurrency or DEFAULT_CONCURRENCY,
             profiles=profile or DEFAULT_PROFILES,
             url=url,
+            anchor=anchor,
             json_path=as_json,
             console=out,
         )

@@ -195,7 +195,7 @@ class QdrantClientStore:
                 query_filter=req.filter,
                 search_params=req.params,
                 limit=pq.limit,
-                with_payload=True if pq.with_payload else [CHUNK_ID],
+                with_payload=pq.payload_selector,
             )
         return [scored_point(p.id, p.score, p.payload, pq.with_payload) for p in resp.points]
 
@@ -345,7 +345,7 @@ class QdrantClientStore:
                     rescore=True, oversampling=s.quantization_oversampling
                 )
             params = models.SearchParams(hnsw_ef=s.search_ef, exact=pq.exact, quantization=quant)
-        with_payload: bool | list[str] = True if pq.with_payload else [CHUNK_ID]
+        with_payload = pq.payload_selector
         if pq.mode == "hybrid":
             assert pq.dense is not None
             assert pq.sparse is not None

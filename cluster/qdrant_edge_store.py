@@ -363,7 +363,7 @@ class QdrantEdgeStore:
                 rescore=True, oversampling=s.quantization_oversampling
             )
         params = qe.SearchParams(hnsw_ef=s.search_ef, exact=pq.exact, quantization=quant)
-        with_payload: bool | list[str] = True if pq.with_payload else [CHUNK_ID]
+        with_payload = pq.payload_selector
         if pq.mode == "hybrid":
             assert pq.dense is not None
             assert pq.sparse is not None

@@ -544,6 +544,28 @@ class ServeSettings(_Group):
         default=(), description="Allowed CORS origins; empty = CORS off."
     )
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    layout: Literal["auto", "composed", "fused"] = Field(
+        default="auto",
+        description="'composed' = the card's deployment graph (classifier, vector/graph/web "
+        "retrievers, fusion ranker, refiner as separate deployments that scale and take GPUs "
+        "apart); 'fused' = one deployment, `Ingress`, whose replicas run the same pipeline with "
+        "in-process components (no handle hops, no pickled hits), scaled by its replicas; "
+        "'auto' = composed when the Serve config gives a deployment GPUs or the cluster has more "
+        "than one node, else fused. KubeRay's RayService pins composed.",
+    )
+    encode_batch_max: int = Field(
+        default=16,
+        ge=1,
+        description="Most concurrent queries encoded in one forward pass (dense and sparse "
+        "together); 1 = no batching.",
+    )
+    encode_batch_wait_ms: float = Field(
+        default=1.0,
+        ge=0,
+        description="How long the first query of a batch waits for company. Queries that arrive "
+        "while a batch is encoding always form the next batch, so under load batches fill "
+        "without waiting; this only bounds the added latency when a replica is idle.",
+    )
     serve_config: Path | None = Field(
         default=None,
         description="Ray Serve config file (replicas, autoscaling, CPU/GPU per deployment); "

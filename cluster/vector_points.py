@@ -66,7 +66,15 @@ class PreparedQuery:
     prefetch_limit: int
     fusion: str
     exact: bool
-    with_payload: bool
+    with_payload: bool | tuple[str, ...]
+
+    @property
+    def payload_selector(self) -> bool | list[str]:
+        """What the engines' `with_payload` takes: everything, or the named fields plus the
+        chunk id (which maps the engine's point id back to the caller's)."""
+        if self.with_payload is True:
+            return True
+        return [CHUNK_ID, *(self.with_payload or ())]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -176,13 +184,16 @@ def chunk_id_of(payload: Mapping[str, Any] | None, uuid: object) -> str:
 
 
 def scored_point(
-    uuid: object, score: float, payload: Mapping[str, Any] | None, with_payload: bool
+    uuid: object,
+    score: float,
+    payload: Mapping[str, Any] | None,
+    with_payload: bool | tuple[str, ...],
 ) -> ScoredPoint:
     """A hit from either engine, under the caller's chunk id."""
     return ScoredPoint(
         id=chunk_id_of(payload, uuid),
         score=float(score),
-        payload=dict(payload or {}) if with_payload else {},
+        payload=dict(payload or {}) if with_payload is not False else {},
     )
 
 

@@ -76,7 +76,9 @@ class VectorQuery:
     prefetch_limit: int = 50
     fusion: Literal["rrf", "dbsf"] = "rrf"
     exact: bool = False
-    with_payload: bool = True
+    # True: the whole payload; False: none; names: only those fields (a search that passes ids
+    # on and reads text later should not copy every hit's text).
+    with_payload: bool | tuple[str, ...] = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,7 +11,7 @@ groups, validated by `AppArgs` and then by `Settings`.
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
@@ -48,8 +48,51 @@ class AppArgs(BaseModel):
         return load_settings(self.config_file, **groups)
 
 
-def compose(settings: Settings) -> Application:
-    """Bind the deployment graph: ingress -> classifier, retrievers, fusion, refiner."""
+Layout = Literal["composed", "fused"]
+# The deployments each layout binds; the Serve config's other entries are dropped for it.
+LAYOUT_DEPLOYMENTS: dict[str, tuple[str, ...]] = {
+    "composed": (
+        "Ingress",
+        "QueryClassifier",
+        "VectorRetriever",
+        "GraphRetriever",
+        "WebRetriever",
+        "FusionRanker",
+        "Refiner",
+    ),
+    "fused": ("Ingress",),
+}
+
+
+def resolve_layout(
+    settings: Settings, *, config: dict[str, Any] | None = None, nodes: int | None = None
+) -> Layout:
+    """`serve.layout` with 'auto' decided: separate deployments pay off when some take GPUs
+    (they scale apart from the CPU ones) or the cluster has nodes to spread them over.
+
+    `config` is the Serve config about to be deployed; `nodes` the cluster's live nodes (None:
+    asked from the connected Ray runtime)."""
+    layout = settings.serve.layout
+    if layout != "auto":
+        return layout
+    deployments = [d for app in (config or {}).get("applications", []) for d in app["deployments"]]
+    if any((d.get("ray_actor_options") or {}).get("num_gpus") for d in deployments):
+        return "composed"
+    if nodes is None:
+        import ray
+
+        nodes = sum(1 for n in ray.nodes() if n.get("Alive")) if ray.is_initialized() else 1
+    return "composed" if nodes > 1 else "fused"
+
+
+def compose(settings: Settings, layout: Layout = "composed") -> Application:
+    """Bind the app: the deployment graph (ingress -> classifier, retrievers, fusion, refiner),
+    or one ingress whose replicas run every component in-process."""
+    if layout == "fused":
+        from rayweave.serve.fused import FusedIngress
+
+        return FusedIngress.bind(settings)
+
     from rayweave.serve.deployments import (
         FusionRanker,
         GraphRetriever,
@@ -77,7 +120,8 @@ def build_app(args: AppArgs) -> Application:
     """Entry point for `serve run rayweave.serve.app:build_app` and Serve config files."""
     if isinstance(args, dict):  # direct calls with a plain dict
         args = AppArgs.model_validate(args)
-    return compose(args.settings())
+    settings = args.settings()
+    return compose(settings, resolve_layout(settings))
 
 
 def settings_to_args(settings: Settings) -> dict[str, Any]:
@@ -105,10 +149,18 @@ def serve_config(settings: Settings) -> dict[str, Any]:
     config.setdefault("http_options", {}).update(
         {"host": settings.serve.host, "port": settings.serve.port}
     )
+    # Decided once, here, and handed to `build_app` in `args`: the deployments the config keeps
+    # must be the ones the app binds.
+    layout = resolve_layout(settings, config=config)
+    args = settings_to_args(settings)
+    args["serve"]["layout"] = layout
     for application in config["applications"]:
-        application["args"] = {**application.get("args", {}), **settings_to_args(settings)}
+        application["args"] = {**application.get("args", {}), **args}
         application["name"] = settings.serve.app_name
         application["route_prefix"] = settings.serve.route_prefix
+        application["deployments"] = [
+            d for d in application.get("deployments", []) if d["name"] in LAYOUT_DEPLOYMENTS[layout]
+        ]
     return config
 
 

@@ -6,6 +6,13 @@ of requests. Latency is the client-side wall time of one POST /v1/search; QPS is
 cell's wall time. The client shares the machine with the app, so on a small box the figures that
 carry over are the ratios between cells of one run (how latency grows with concurrency, what the
 graph adds over dense), not the absolute numbers.
+
+With `anchor`, the same cells also run against the simplest server a user could write instead
+(`rayweave.serve.anchor_server`: one process, sentence-transformers and a numpy dot product over
+the same chunks), and every row gets its QPS and p50 as ratios to the anchor's at the same client
+count: what the pipeline's hops and stages cost over doing nothing clever. Every cell also records
+CPU-ms per answered request per stage (`rayweave.serve.bench_cpu`), the figure that sizes a
+deployment when throughput is CPU-bound.
 """
 
 from __future__ import annotations
@@ -14,9 +21,11 @@ import asyncio
 import json
 import math
 import os
+import shutil
+import tempfile
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +36,20 @@ from rich.table import Table
 from rayweave.cluster.errors import InputError, ServiceError, SourceError
 from rayweave.cluster.progress import progress_bar
 from rayweave.cluster.settings import Settings
+from rayweave.serve import bench_cpu
 from rayweave.serve.schemas import Profile
 
 __all__ = [
+    "ANCHOR_PROFILE",
     "DEFAULT_CONCURRENCY",
     "DEFAULT_PROFILES",
     "CellResult",
     "ServeBenchRow",
+    "anchor_ratios",
     "drive",
     "load_bench_queries",
     "percentile",
+    "render_cpu_table",
     "render_table",
     "run_serve_bench",
     "summarize",
@@ -44,6 +57,7 @@ __all__ = [
 
 DEFAULT_PROFILES: tuple[Profile, ...] = (Profile.DENSE, Profile.HYBRID, Profile.GRAPH)
 DEFAULT_CONCURRENCY: tuple[int, ...] = (1, 8, 32)
+ANCHOR_PROFILE = "anchor"
 _SAMPLE_QUERIES = Path("tests") / "ingest" / "sample_queries.json"
 
 
@@ -86,16 +100,28 @@ class ServeBenchRow:
     mean_ms: float
     qps: float
     wall_s: float
+    cpu_ms_per_request: Mapping[str, float] = field(default_factory=dict)
+    """CPU milliseconds per answered request by stage (empty when not measured)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: a cell without a successful request has null latencies, not NaN."""
-        return {
-            k: None if isinstance(v, float) and math.isnan(v) else v
-            for k, v in asdict(self).items()
-        }
+        return {k: _json_safe(v) for k, v in asdict(self).items()}
 
 
-def summarize(profile: str, concurrency: int, cell: CellResult) -> ServeBenchRow:
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    return value
+
+
+def summarize(
+    profile: str,
+    concurrency: int,
+    cell: CellResult,
+    cpu_ms_per_request: Mapping[str, float] | None = None,
+) -> ServeBenchRow:
     """One table row from a cell's raw result (latency percentiles over successful requests)."""
     ms = [s * 1000.0 for s in cell.latencies_s]
     total = len(ms) + cell.errors
@@ -111,6 +137,7 @@ def summarize(profile: str, concurrency: int, cell: CellResult) -> ServeBenchRow
         mean_ms=sum(ms) / len(ms) if ms else math.nan,
         qps=len(ms) / cell.wall_s if cell.wall_s > 0 else 0.0,
         wall_s=cell.wall_s,
+        cpu_ms_per_request=dict(cpu_ms_per_request or {}),
     )
 
 
@@ -226,14 +253,42 @@ def drive(
     )
 
 
+def anchor_ratios(rows: Sequence[ServeBenchRow]) -> list[tuple[float, float]]:
+    """(QPS / anchor QPS, p50 / anchor p50) per row, against the anchor row at the same client
+    count; NaN where there is no anchor row or its figure is zero or missing."""
+    anchors = {r.concurrency: r for r in rows if r.profile == ANCHOR_PROFILE}
+
+    def ratio(value: float, base: float | None) -> float:
+        if base is None or math.isnan(base) or base == 0 or math.isnan(value):
+            return math.nan
+        return value / base
+
+    out: list[tuple[float, float]] = []
+    for r in rows:
+        anchor = anchors.get(r.concurrency)
+        out.append(
+            (
+                ratio(r.qps, anchor.qps if anchor else None),
+                ratio(r.p50_ms, anchor.p50_ms if anchor else None),
+            )
+        )
+    return out
+
+
+def _times(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.2f}x"
+
+
 def render_table(rows: Sequence[ServeBenchRow], *, title: str = "serve bench") -> Table:
     table = Table(title=title)
     for name in ("profile", "clients", "requests", "errors", "degraded"):
         table.add_column(name, justify="left" if name == "profile" else "right")
     for name in ("p50 ms", "p95 ms", "p99 ms", "mean ms", "QPS", "QPS vs 1 client"):
         table.add_column(name, justify="right")
+    for name in ("QPS vs anchor", "p50 vs anchor"):
+        table.add_column(name, justify="right")
     base = {r.profile: r.qps for r in rows if r.concurrency == min(x.concurrency for x in rows)}
-    for r in rows:
+    for r, (qps_ratio, p50_ratio) in zip(rows, anchor_ratios(rows), strict=True):
         speedup = r.qps / base[r.profile] if base.get(r.profile) else math.nan
         table.add_row(
             r.profile,
@@ -246,7 +301,30 @@ def render_table(rows: Sequence[ServeBenchRow], *, title: str = "serve bench") -
             f"{r.p99_ms:.1f}",
             f"{r.mean_ms:.1f}",
             f"{r.qps:.2f}",
-            f"{speedup:.2f}x",
+            _times(speedup),
+            _times(qps_ratio),
+            _times(p50_ratio),
+        )
+    return table
+
+
+def render_cpu_table(rows: Sequence[ServeBenchRow], *, title: str = "CPU-ms per request") -> Table:
+    """One row per cell, one column per stage (in request order), plus the total."""
+    stages = bench_cpu.stage_order(s for r in rows for s in r.cpu_ms_per_request)
+    table = Table(title=title)
+    table.add_column("profile")
+    table.add_column("clients", justify="right")
+    for name in [*stages, "total"]:
+        table.add_column(name, justify="right")
+
+    def cell(value: float | None) -> str:
+        return "-" if value is None or math.isnan(value) else f"{value:.1f}"
+
+    for r in rows:
+        spent = r.cpu_ms_per_request
+        total = sum(spent.values()) if spent else None
+        table.add_row(
+            r.profile, str(r.concurrency), *(cell(spent.get(s)) for s in stages), cell(total)
         )
     return table
 
@@ -258,47 +336,81 @@ def _answers(url: str) -> bool:
         return False
 
 
-def _bench_profile(
-    profile: Profile,
-    *,
-    texts: Sequence[str],
-    levels: Sequence[int],
-    requests: int,
-    warmup: int,
-    top_k: int,
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Plan:
+    """What every target of one run shares: the same queries, cells and warm-up for each, so
+    rows compare like with like (the anchor's included)."""
+
+    texts: Sequence[str]
+    levels: Sequence[int]
+    requests: int
+    warmup: int
+    top_k: int
+    timeout_s: float
+    rows: list[ServeBenchRow]
+    con: Console
+    tick: Callable[[], None]
+    roots: Sequence[int] | None
+    """This stack's root processes for CPU staging (`bench_cpu.stack_roots`)."""
+
+
+def _bench_cells(
+    name: str,
     endpoint: str,
+    fields: Mapping[str, Any],
+    *,
+    plan: _Plan,
     headers: dict[str, str],
-    timeout_s: float,
-    rows: list[ServeBenchRow],
-    con: Console,
-    tick: Callable[[], None],
+    roles: Mapping[int, str],
 ) -> None:
-    """One profile's warm-up and cells (one per client count), appended to `rows`."""
+    """One target's warm-up and cells (one per client count, CPU sampled around each), appended
+    to `plan.rows` as profile `name`; `fields` are added to every request body."""
 
     def bodies(n: int) -> list[dict[str, Any]]:
         return [
             {
-                "query": texts[i % len(texts)],
-                "profile": profile.value,
-                "top_k": top_k,
+                "query": plan.texts[i % len(plan.texts)],
+                **fields,
+                "top_k": plan.top_k,
                 "include_context": False,
             }
             for i in range(n)
         ]
 
-    if warmup:
-        drive(endpoint, bodies(warmup), 1, headers=headers, timeout_s=timeout_s, on_answer=tick)
-    for level in levels:
-        cell = drive(
-            endpoint, bodies(requests), level, headers=headers, timeout_s=timeout_s, on_answer=tick
+    def run(n: int, clients: int) -> CellResult:
+        return drive(
+            endpoint,
+            bodies(n),
+            clients,
+            headers=headers,
+            timeout_s=plan.timeout_s,
+            on_answer=plan.tick,
         )
-        rows.append(summarize(profile.value, level, cell))
+
+    if plan.warmup:
+        run(plan.warmup, 1)
+    for level in plan.levels:
+        before = bench_cpu.take_snapshot(roles, plan.roots)
+        cell = run(plan.requests, level)
+        after = bench_cpu.take_snapshot(roles, plan.roots)
+        cpu = bench_cpu.cpu_ms_per_request(before, after, len(cell.latencies_s))
+        plan.rows.append(summarize(name, level, cell, cpu))
         if cell.first_error:
-            con.print(
-                f"{profile.value} x{level}: {cell.errors} error(s), first: {cell.first_error}",
+            plan.con.print(
+                f"{name} x{level}: {cell.errors} error(s), first: {cell.first_error}",
                 markup=False,
                 highlight=False,
             )
+
+
+def _json_row(row: ServeBenchRow, ratios: tuple[float, float]) -> dict[str, Any]:
+    spent = row.cpu_ms_per_request
+    return {
+        **row.to_dict(),
+        "qps_vs_anchor": _json_safe(ratios[0]),
+        "p50_vs_anchor": _json_safe(ratios[1]),
+        "cpu_ms_per_request_total": _json_safe(sum(spent.values())) if spent else None,
+    }
 
 
 def run_serve_bench(
@@ -313,6 +425,7 @@ def run_serve_bench(
     warmup: int = 3,
     url: str | None = None,
     deploy_if_needed: bool = True,
+    anchor: bool = False,
     json_path: Path | None = None,
     timeout_s: float = 60.0,
     console: Console | None = None,
@@ -321,6 +434,9 @@ def run_serve_bench(
 
     When nothing answers there and `deploy_if_needed`, the app is deployed from `settings` (it
     serves `settings.qdrant.collection`, which must already be ingested) and removed afterwards.
+    With `anchor`, the same cells then run against the anchor server over the same chunks, as rows
+    of profile "anchor"; an app deployed here is removed first, so the anchor does not share the
+    machine with an idle pipeline that the rayweave rows did not have beside them either.
     """
     if requests < 1 or warmup < 0:
         raise InputError(f"requests must be >= 1 and warmup >= 0, got {requests} and {warmup}")
@@ -345,30 +461,58 @@ def run_serve_bench(
         con.print(f"deploying the app for {settings.qdrant.collection!r} ...", highlight=False)
         base = deploy(settings)
         deployed = True
+    elif anchor or url is None:
+        from rayweave.cluster.runtime import connect
+
+        # The anchor's chunks come from the store actor; CPU staging wants this stack's raylet
+        # but can do without it (titles then count machine-wide).
+        try:
+            connect(settings, start=False)
+        except ServiceError:
+            if anchor:
+                raise
     headers = {}
     if settings.serve.api_keys:
         headers["X-API-Key"] = settings.serve.api_keys[0].get_secret_value()
-    endpoint = f"{base}/v1/search"
     load = os.getloadavg()[0]
     rows: list[ServeBenchRow] = []
-    total = len(chosen) * (warmup + len(levels) * requests)
+    roles = {os.getpid(): bench_cpu.CLIENT}
+    total = (len(chosen) + int(anchor)) * (warmup + len(levels) * requests)
+    chunks: tuple[list[str], list[str]] | None = None
     try:
+        if anchor:
+            from rayweave.serve.bench_anchor import export_chunks
+
+            chunks = export_chunks(settings)
         with progress_bar(con, "bench serve", total, unit="requests") as advance:
+            plan = _Plan(
+                texts=texts,
+                levels=levels,
+                requests=requests,
+                warmup=warmup,
+                top_k=top_k,
+                timeout_s=timeout_s,
+                rows=rows,
+                con=con,
+                tick=lambda: advance(1),
+                roots=bench_cpu.stack_roots(settings),
+            )
             for profile in chosen:
-                _bench_profile(
-                    profile,
-                    texts=texts,
-                    levels=levels,
-                    requests=requests,
-                    warmup=warmup,
-                    top_k=top_k,
-                    endpoint=endpoint,
+                _bench_cells(
+                    profile.value,
+                    f"{base}/v1/search",
+                    {"profile": profile.value},
                     headers=headers,
-                    timeout_s=timeout_s,
-                    rows=rows,
-                    con=con,
-                    tick=lambda: advance(1),
+                    roles=roles,
+                    plan=plan,
                 )
+            if chunks is not None:
+                if deployed:
+                    from rayweave.serve.app import shutdown
+
+                    shutdown(settings)
+                    deployed = False
+                _bench_anchor(settings, chunks, roles=roles, plan=plan)
     finally:
         if deployed:
             from rayweave.serve.app import shutdown
@@ -382,6 +526,13 @@ def run_serve_bench(
             f"load avg {load:.1f} -> {load_after:.1f} on {os.cpu_count()} CPUs",
         )
     )
+    con.print(
+        render_cpu_table(
+            rows,
+            title="CPU-ms per answered request, by stage (every process on the machine; "
+            "'other' is the rest of it)",
+        )
+    )
     if json_path is not None:
         json_path.write_text(
             json.dumps(
@@ -393,9 +544,43 @@ def run_serve_bench(
                     "cpus": os.cpu_count(),
                     "load_avg_before": load,
                     "load_avg_after": load_after,
-                    "rows": [r.to_dict() for r in rows],
+                    "anchor": None
+                    if chunks is None
+                    else {"model": settings.models.dense, "chunks": len(chunks[0])},
+                    "rows": [
+                        _json_row(r, ratios)
+                        for r, ratios in zip(rows, anchor_ratios(rows), strict=True)
+                    ],
                 },
                 indent=2,
             )
         )
     return rows
+
+
+def _bench_anchor(
+    settings: Settings,
+    chunks: tuple[list[str], list[str]],
+    *,
+    roles: Mapping[int, str],
+    plan: _Plan,
+) -> None:
+    """Start the anchor over `chunks` with the app's dense model, run the cells, stop it. Its
+    temp folder is kept when it fails, since the error names the log inside."""
+    from rayweave.serve.bench_anchor import run_anchor
+
+    workdir = Path(tempfile.mkdtemp(prefix="rayweave-anchor-"))
+    plan.con.print(
+        f"starting the anchor ({settings.models.dense}, {len(chunks[0])} chunks) ...",
+        highlight=False,
+    )
+    with run_anchor(*chunks, settings.models.dense, workdir=workdir) as server:
+        _bench_cells(
+            ANCHOR_PROFILE,
+            f"{server.url}/v1/search",
+            {},
+            headers={},
+            roles={**roles, server.pid: bench_cpu.ANCHOR},
+            plan=plan,
+        )
+    shutil.rmtree(workdir, ignore_errors=True)

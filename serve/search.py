@@ -188,22 +188,23 @@ class SearchPipeline:
 
         t = time.perf_counter()
         candidates = fused[: max(plan.candidates, plan.top_k)]
-        # External hits (web) are not in the vector store; every other hit is re-read so that only
-        # visible, current chunks are returned whichever retriever found them.
-        current = await self.hydrator.hydrate(
-            [h.id for h in candidates if not h.metadata.get("external")]
-        )
-        hits = [
-            h if h.metadata.get("external") else _merge(h, current[h.id])
-            for h in candidates
-            if h.metadata.get("external") or h.id in current
-        ]
-        if query.filters:
-            # Graph and web hits were found without the vector store's payload filter.
-            hits = [h for h in hits if matches_filters(h, query.filters)]
+        refining = plan.refine != "off" and self.refiner is not None
+        # Retrievers pass ids, scores and paths; text and metadata are read here, once, for what
+        # can reach the page: the first 2 x top_k candidates, more only when folding and the
+        # per-document cap leave the page short. The refiner reads every candidate.
+        window = len(candidates) if refining else min(len(candidates), 2 * plan.top_k)
+        hits: list[Hit] = []
+        read = 0
+        while True:
+            hits.extend(await self._hydrated(candidates[read:window], query.filters))
+            read = window
+            if refining or read >= len(candidates) or _page_settled(hits, plan):
+                break
+            window = min(len(candidates), 2 * window)
         timings["hydrate"] = _ms(t)
 
-        if plan.refine != "off" and self.refiner is not None:
+        if refining:
+            assert self.refiner is not None
             t = time.perf_counter()
             remaining = deadline - time.perf_counter()
             try:
@@ -213,9 +214,7 @@ class SearchPipeline:
             except Exception:
                 degraded.append("refiner")
             timings["refine"] = _ms(t)
-        if plan.collapse_duplicates:
-            hits = collapse_duplicates(hits)
-        hits = cap_per_document(hits, max_per_document=plan.max_per_document)
+        hits = _page(hits, plan)
         timings["total"] = _ms(started)
         return SearchOutcome(
             classification=classification,
@@ -224,6 +223,46 @@ class SearchPipeline:
             degraded=degraded,
             timings_ms=timings,
         )
+
+    async def _hydrated(self, hits: Sequence[Hit], filters: Mapping[str, object]) -> list[Hit]:
+        """`hits` over their stored payloads, in one read; gone or hidden chunks dropped.
+
+        External hits (web) are not in the vector store; every other hit is re-read so that only
+        visible, current chunks are returned whichever retriever found them."""
+        if not hits:
+            return []
+        current = await self.hydrator.hydrate(
+            [h.id for h in hits if not h.metadata.get("external")]
+        )
+        out = [
+            h if h.metadata.get("external") else _merge(h, current[h.id])
+            for h in hits
+            if h.metadata.get("external") or h.id in current
+        ]
+        if filters:
+            # Graph and web hits were found without the vector store's payload filter.
+            out = [h for h in out if matches_filters(h, filters)]
+        return out
+
+
+def _page(hits: Sequence[Hit], plan: RetrievalPlan) -> list[Hit]:
+    """Copies folded, then each document's hits beyond the cap moved below the others."""
+    folded = collapse_duplicates(hits) if plan.collapse_duplicates else list(hits)
+    return cap_per_document(folded, max_per_document=plan.max_per_document)
+
+
+def _page_settled(hits: Sequence[Hit], plan: RetrievalPlan) -> bool:
+    """Whether the top_k of `hits` is final: candidates ranked below them can only land under
+    hits that the per-document cap keeps in place, once top_k such hits exist."""
+    folded = collapse_duplicates(hits) if plan.collapse_duplicates else list(hits)
+    if plan.max_per_document <= 0:
+        return len(folded) >= plan.top_k
+    seen: dict[str, int] = {}
+    kept = 0
+    for h in folded:
+        seen[h.doc_id] = seen.get(h.doc_id, 0) + 1
+        kept += seen[h.doc_id] <= plan.max_per_document
+    return kept >= plan.top_k
 
 
 class PlanFn(Protocol):

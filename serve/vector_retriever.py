@@ -22,10 +22,26 @@ from rayweave.cluster.settings import RetrievalSettings, Settings
 from rayweave.cluster.types import Hit, Level, SparseVector
 from rayweave.cluster.vector_store import ScoredPoint, VectorQuery, VectorStore
 from rayweave.models.protocols import DenseEncoder, SparseEncoder
+from rayweave.serve.batching import MicroBatcher
 from rayweave.serve.fusion import cap_per_document
 from rayweave.serve.search import RankedLists, RetrievalQuery
 
 HIERARCHY_DECAY = 0.5
+# What a search hit carries before hydration: enough to fuse, cap per document and seed the
+# graph; text, title and section are read once, for the page (`SearchPipeline`).
+RANKING_FIELDS = (
+    "doc_id",
+    "level",
+    "source",
+    "parent_id",
+    "position",
+    "content_type",
+    "language",
+    "prev_id",
+    "next_id",
+)
+# A query's dense vector, and its sparse one when the plan fuses a sparse list.
+Encoded = tuple[np.ndarray, SparseVector | None]
 
 
 def hit_from_point(point: ScoredPoint, retriever: str) -> Hit:
@@ -40,11 +56,7 @@ def hit_from_point(point: ScoredPoint, retriever: str) -> Hit:
         title=str(p.get("title", "")),
         section_path=tuple(p.get("section_path") or ()),
         retrievers=(retriever,) if retriever else (),
-        metadata={
-            k: p.get(k)
-            for k in ("parent_id", "position", "content_type", "language", "prev_id", "next_id")
-            if p.get(k) is not None
-        },
+        metadata={k: p.get(k) for k in RANKING_FIELDS[3:] if p.get(k) is not None},
     )
 
 
@@ -65,11 +77,16 @@ class VectorSearch:
         dense: DenseEncoder,
         sparse: SparseEncoder | None,
         settings: RetrievalSettings,
+        batch_max: int = 1,
+        batch_wait_s: float = 0.0,
     ) -> None:
         self.store = store
         self.dense = dense
         self.sparse = sparse
         self.settings = settings
+        self.encoder: MicroBatcher[tuple[str, bool], Encoded] = MicroBatcher(
+            self._encode_batch, max_batch=batch_max, wait_s=batch_wait_s
+        )
 
     @classmethod
     def from_settings(
@@ -84,20 +101,24 @@ class VectorSearch:
             dense=build_dense_encoder(settings.models),
             sparse=build_sparse_encoder(settings.models),
             settings=settings.serve.retrieval,
+            batch_max=settings.serve.encode_batch_max,
+            batch_wait_s=settings.serve.encode_batch_wait_ms / 1000,
         )
 
-    def _encode(self, text: str, sparse: bool) -> tuple[np.ndarray, SparseVector | None]:
-        vec = self.dense.encode([text], kind="query")[0]
-        sp = (
-            self.sparse.encode([text], kind="query")[0]
-            if sparse and self.sparse is not None
-            else None
-        )
-        return vec, sp
+    def _encode_batch(self, items: list[tuple[str, bool]]) -> list[Encoded]:
+        """Dense vectors of every query, sparse ones of those that asked: two forward passes
+        for the whole group of concurrent queries."""
+        vectors = self.dense.encode([text for text, _ in items], kind="query")
+        wanted = [i for i, (_, sparse) in enumerate(items) if sparse]
+        sparse: dict[int, SparseVector] = {}
+        if wanted and self.sparse is not None:
+            encoded = self.sparse.encode([items[i][0] for i in wanted], kind="query")
+            sparse = dict(zip(wanted, encoded, strict=True))
+        return [(vectors[i], sparse.get(i)) for i in range(len(items))]
 
     async def retrieve(self, query: RetrievalQuery) -> RankedLists:
         plan = query.plan
-        vec, sp = await asyncio.to_thread(self._encode, query.text, plan.sparse)
+        vec, sp = await self.encoder((query.text, plan.sparse))
         if plan.hierarchical:
             return {"hierarchical": await asyncio.to_thread(self._hierarchical, query, vec, sp)}
         return await asyncio.to_thread(self._flat, query, vec, sp)
@@ -109,10 +130,18 @@ class VectorSearch:
         names, requests = [], []
         if plan.dense:
             names.append("dense")
-            requests.append(VectorQuery(mode="dense", dense=vec, limit=limit, filter=flt))
+            requests.append(
+                VectorQuery(
+                    mode="dense", dense=vec, limit=limit, filter=flt, with_payload=RANKING_FIELDS
+                )
+            )
         if plan.sparse and sp is not None and sp.indices:
             names.append("sparse")
-            requests.append(VectorQuery(mode="sparse", sparse=sp, limit=limit, filter=flt))
+            requests.append(
+                VectorQuery(
+                    mode="sparse", sparse=sp, limit=limit, filter=flt, with_payload=RANKING_FIELDS
+                )
+            )
         results = self.store.query_batch(requests) if requests else []
         lists: RankedLists = {}
         for name, points in zip(names, results, strict=True):
@@ -133,7 +162,12 @@ class VectorSearch:
         def search(limit: int, **extra: object) -> list[ScoredPoint]:
             return self.store.query(
                 VectorQuery(
-                    mode=mode, dense=vec, sparse=sp, limit=limit, filter=_filter(query, **extra)
+                    mode=mode,
+                    dense=vec,
+                    sparse=sp,
+                    limit=limit,
+                    filter=_filter(query, **extra),
+                    with_payload=RANKING_FIELDS,
                 )
             )
 

@@ -103,6 +103,9 @@ def fault_app(
             "qdrant": {**base["qdrant"], "collection": "sample"},
             "serve": {
                 **base["serve"],
+                # The fault figures are the composed graph's: a retriever replica dies, not the
+                # whole pipeline (in the fused layout a killed replica takes its requests along).
+                "layout": "composed",
                 "serve_config": config_path,
                 "deadline_ms": DEADLINE_MS,
                 "retrieval": {

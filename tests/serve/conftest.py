@@ -1,5 +1,7 @@
-"""The sample corpus served by the composed Serve app over real HTTP, shared by the serve tests
-(an ingest plus a deploy cost minutes on two cores, so they happen once per session)."""
+"""The sample corpus served by the Serve app over real HTTP, shared by the serve tests (an ingest
+plus a deploy cost minutes on two cores, so they happen once per session). Tests that take
+`app_url` run against both layouts (one deployment running the pipeline in-process, and the
+composed deployment graph): both must answer alike."""
 
 from __future__ import annotations
 
@@ -26,10 +28,17 @@ def sample_ingested(sample_settings: Settings) -> Iterator[Settings]:
     shutdown(sample_settings)
 
 
+@pytest.fixture(scope="session", params=["fused", "composed"])
+def layout(request: pytest.FixtureRequest) -> str:
+    """Session-scoped, so pytest runs every test of one layout before switching (one redeploy)."""
+    return str(request.param)
+
+
 @pytest.fixture
-def app_url(sample_ingested: Settings) -> str:
+def app_url(sample_ingested: Settings, layout: str) -> str:
     """Deployed for each test that asks: the serve bench test removes the app when it is done,
     and redeploying a running app with the same config changes nothing."""
     from rayweave.serve.app import deploy
 
-    return deploy(sample_ingested)
+    serve = sample_ingested.serve.model_copy(update={"layout": layout})
+    return deploy(sample_ingested.model_copy(update={"serve": serve}))

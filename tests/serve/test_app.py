@@ -1,4 +1,5 @@
-"""The composed Ray Serve app over real HTTP on 127.0.0.1, serving the ingested sample corpus."""
+"""The Ray Serve app over real HTTP on 127.0.0.1, serving the ingested sample corpus, in both
+layouts; and how the layout is chosen and the Serve config cut to it."""
 
 from __future__ import annotations
 
@@ -20,6 +21,37 @@ QUERIES = json.loads((REPO / "tests" / "ingest" / "sample_queries.json").read_te
 
 def search(url: str, **body: object) -> httpx.Response:
     return httpx.post(f"{url}/v1/search", json=body, timeout=60)
+
+
+def _with_layout(layout: str) -> Settings:
+    return Settings(serve={"layout": layout})  # type: ignore[arg-type]
+
+
+def test_auto_layout_is_fused_on_one_cpu_node_and_composed_with_gpus_or_nodes() -> None:
+    from rayweave.serve.app import DEFAULT_SERVE_CONFIG, resolve_layout
+
+    auto = _with_layout("auto")
+    config = yaml.safe_load(DEFAULT_SERVE_CONFIG.read_text())
+    assert resolve_layout(auto, config=config, nodes=1) == "fused"
+    assert resolve_layout(auto, config=config, nodes=3) == "composed"
+    gpu = yaml.safe_load((REPO / "k8s" / "overlays" / "gpu-prod" / "serve-config.yaml").read_text())
+    assert resolve_layout(auto, config=gpu, nodes=1) == "composed"
+    assert resolve_layout(_with_layout("composed"), config=config, nodes=1) == "composed"
+    assert resolve_layout(_with_layout("fused"), config=gpu, nodes=4) == "fused"
+
+
+def test_serve_config_keeps_the_deployments_of_the_chosen_layout_and_tells_the_builder() -> None:
+    from rayweave.serve.app import DEFAULT_SERVE_CONFIG, AppArgs, serve_config
+
+    raw = yaml.safe_load(DEFAULT_SERVE_CONFIG.read_text())["applications"][0]
+    assert raw["args"] == {"serve": {"layout": "composed"}}  # `serve deploy` / KubeRay as is
+    for layout, names in (
+        ("fused", ["Ingress"]),
+        ("composed", [d["name"] for d in raw["deployments"]]),
+    ):
+        app = serve_config(_with_layout(layout))["applications"][0]
+        assert [d["name"] for d in app["deployments"]] == names
+        assert AppArgs.model_validate(app["args"]).settings().serve.layout == layout
 
 
 def test_health_and_openapi(app_url: str) -> None:

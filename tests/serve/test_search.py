@@ -11,7 +11,7 @@ from tests_support import SAMPLE_CORPUS, with_collection
 
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Hit
-from rayweave.serve.search import matches_filters
+from rayweave.serve.search import RetrievalQuery, SearchPipeline, matches_filters
 
 
 def hit(source: str, content_type: str = "markdown", language: str | None = None) -> Hit:
@@ -29,6 +29,69 @@ def test_filters_apply_to_every_field_and_empty_ones_are_ignored() -> None:
     assert not matches_filters(md, {"content_type": ["code"]})
     assert matches_filters(md, {"doc_id": ["d-a.md"], "language": None})
     assert matches_filters(md, {"unknown": ["x"], "source": []})
+
+
+class ListedHits:
+    """Vector retriever and hydrator over an in-memory list: ranking hits carry no text, and
+    every hydrate call is recorded."""
+
+    def __init__(self, stored: list[Hit]) -> None:
+        self.stored = {h.id: h for h in stored}
+        self.order = [h.id for h in stored]
+        self.reads: list[list[str]] = []
+
+    async def retrieve(self, query: RetrievalQuery) -> dict[str, list[Hit]]:
+        hits = [self.stored[i] for i in self.order]
+        return {"dense": [Hit(id=h.id, doc_id=h.doc_id, text="", score=h.score) for h in hits]}
+
+    async def hydrate(self, ids: list[str]) -> dict[str, Hit]:
+        self.reads.append(list(ids))
+        return {i: self.stored[i] for i in ids if i in self.stored}
+
+
+def run_pipeline(stored: list[Hit], top_k: int) -> tuple[list[Hit], list[list[str]]]:
+    from rayweave.serve.classifier import RuleClassifier
+    from rayweave.serve.fusion import FusionRanker
+    from rayweave.serve.planning import Planner
+    from rayweave.serve.schemas import Profile
+
+    settings = Settings().serve.retrieval
+    listed = ListedHits(stored)
+    pipeline = SearchPipeline(
+        classifier=RuleClassifier(),
+        planner=Planner(settings),
+        vector=listed,
+        hydrator=listed,
+        fuser=FusionRanker(settings),
+    )
+    outcome = asyncio.run(pipeline.search("leases", top_k=top_k, profile=Profile.DENSE))
+    return outcome.hits, listed.reads
+
+
+def test_text_is_read_once_for_the_page_and_more_only_when_the_page_falls_short() -> None:
+    distinct = [
+        Hit(id=f"c{i}", doc_id=f"d{i}", text=f"passage {i}", score=1 - i / 100) for i in range(30)
+    ]
+    hits, reads = run_pipeline(distinct, top_k=3)
+    assert [h.id for h in hits] == ["c0", "c1", "c2"]
+    assert [h.text for h in hits] == ["passage 0", "passage 1", "passage 2"]
+    assert reads == [[f"c{i}" for i in range(6)]]  # one read of 2 x top_k
+
+    # Six copies of one passage, then one document's many chunks: folding and the per-document
+    # cap (2) leave the first read short, so the next candidates are read; the page is the one
+    # that reading every candidate gives.
+    crowded = [
+        *(Hit(id=f"x{i}", doc_id=f"x{i}", text="the same", score=1 - i / 100) for i in range(6)),
+        *(Hit(id=f"a{i}", doc_id="a", text=f"a part {i}", score=0.9 - i / 100) for i in range(6)),
+        *distinct[10:],
+    ]
+    hits, reads = run_pipeline(crowded, top_k=3)
+    assert [len(r) for r in reads] == [6, 6]  # the copies fold into x0; a0, a1 fill the page
+    assert [h.id for h in hits] == ["x0", "a0", "a1"]
+    assert hits[0].duplicates == tuple(f"x{i}" for i in range(1, 6))
+    hits, reads = run_pipeline(crowded, top_k=4)  # a's third chunk is capped: read on
+    assert [len(r) for r in reads] == [8, 8]
+    assert [h.id for h in hits] == ["x0", "a0", "a1", "c10"]
 
 
 @pytest.mark.integration

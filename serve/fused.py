@@ -1,0 +1,34 @@
+"""The fused layout: one deployment whose replicas each run the whole search pipeline.
+
+The same `SearchPipeline` and components as `LocalSearch`, behind the same HTTP API as the
+composed ingress. A request makes no handle hop between stages and pickles no hits: on a CPU-only
+node the composed graph's transport (seven deployments, payloads copied between them) costs more
+than the stages themselves. It scales by replicas (each loads the query encoders and holds the
+graph projection); the embedded vector store is still read through its one owning actor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray import serve
+
+from rayweave.cluster.settings import Settings
+from rayweave.serve.local import LocalSearch
+
+
+@serve.deployment(name="Ingress", ray_actor_options={"num_cpus": 0.1}, max_ongoing_requests=128)
+@serve.ingress()
+class FusedIngress:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.local = LocalSearch(settings)
+        self.service = self.local.service
+
+    def __serve_build_asgi_app__(self) -> Any:
+        from rayweave.serve.api import create_api
+
+        return create_api(self.service, self.settings.serve)
+
+    def __del__(self) -> None:
+        self.local.close()
