@@ -557,7 +557,9 @@ class ServeSettings(_Group):
         default=16,
         ge=1,
         description="Most concurrent queries encoded in one forward pass (dense and sparse "
-        "together); 1 = no batching.",
+        "together); 1 = no batching. Only for batch-invariant encoders (fp32/fp16/bf16, int8 on "
+        "GPU): dynamic int8 on CPU quantizes activations per batch, so a query's vector would "
+        "depend on its neighbours (cosine down to 0.989 measured), and queries encode alone.",
     )
     encode_batch_wait_ms: float = Field(
         default=1.0,

@@ -93,15 +93,17 @@ class VectorSearch:
         cls, settings: Settings, *, shared: bool, collection: str | None = None
     ) -> VectorSearch:
         from rayweave.cluster.vector_service import vector_store_for
-        from rayweave.models.factory import build_dense_encoder, build_sparse_encoder
+        from rayweave.models.factory import build_dense_encoder, build_sparse_encoder, run_options
 
         store = vector_store_for(settings, collection, shared=shared)
+        # A query's vector must not depend on which other queries arrived with it.
+        invariant = run_options(settings.models).plan.batch_invariant
         return cls(
             store=store,
             dense=build_dense_encoder(settings.models),
             sparse=build_sparse_encoder(settings.models),
             settings=settings.serve.retrieval,
-            batch_max=settings.serve.encode_batch_max,
+            batch_max=settings.serve.encode_batch_max if invariant else 1,
             batch_wait_s=settings.serve.encode_batch_wait_ms / 1000,
         )
 
