@@ -131,8 +131,8 @@ def start_head(settings: Settings) -> HeadInfo:
         "--disable-usage-stats",
         # Ray's two fixed default ports (agent HTTP 52365, client server 10001) would make a
         # second head on this machine lose its job agent ("No available agent to submit job").
-        f"--dashboard-agent-listen-port={_free_port()}",
-        f"--ray-client-server-port={_free_port()}",
+        f"--dashboard-agent-listen-port={free_port()}",
+        f"--ray-client-server-port={free_port()}",
     ]
     if ray_cfg.metrics_export_port is not None:
         cmd.append(f"--metrics-export-port={ray_cfg.metrics_export_port}")
@@ -287,7 +287,8 @@ def _exists(pid: int) -> bool:
         return False
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A port nothing listens on now, on 127.0.0.1 (the OS picks it)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])

@@ -123,7 +123,8 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
-def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
+def log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
+    """The last lines of a server's log, for an error that says why it did not start."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -407,7 +408,7 @@ class GraphServer:
             if not self._is_our_server(pid):
                 raise ServiceError(
                     f"the embedded graph server (pid {pid}) exited during start-up; "
-                    f"last lines of {self.log_path}:\n{_tail(self.log_path)}"
+                    f"last lines of {self.log_path}:\n{log_tail(self.log_path)}"
                 )
             if not port_is_free(self.bolt_port):
                 try:
@@ -431,7 +432,7 @@ class GraphServer:
         raise ServiceError(
             f"the embedded graph server did not answer on Bolt port {self.bolt_port} within "
             f"{self.start_timeout_s:.0f} s ({last_error}); last lines of {self.log_path}:\n"
-            f"{_tail(self.log_path)}"
+            f"{log_tail(self.log_path)}"
         )
 
     def _terminate(self, pid: int) -> None:

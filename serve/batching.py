@@ -38,7 +38,7 @@ class MicroBatcher(Generic[T, R]):
         self._pending: list[tuple[T, asyncio.Future[R]]] = []
         self._worker: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.batches = 0  # batch calls made: tests and the bench read how well calls grouped
+        self.batches = 0  # batch calls made: how well calls grouped (tests read it)
 
     async def __call__(self, item: T) -> R:
         if self.max_batch == 1:

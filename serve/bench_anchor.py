@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,8 @@ from pathlib import Path
 import httpx
 
 from rayweave.cluster.errors import InputError, ServiceError
+from rayweave.cluster.runtime import free_port
+from rayweave.cluster.services import log_tail
 from rayweave.cluster.settings import Settings
 from rayweave.models.resolve import resolve_model_path
 
@@ -63,20 +64,6 @@ def export_chunks(settings: Settings) -> tuple[list[str], list[str]]:
     return ids, texts
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _log_tail(path: Path, lines: int = 15) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return "(no log written)"
-    return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
-
-
 def _wait_ready(child: subprocess.Popen[bytes], url: str, log: Path, timeout_s: float) -> None:
     """Poll /healthz until it answers; fail fast, naming the log, when the process dies."""
     deadline = time.monotonic() + timeout_s
@@ -85,7 +72,7 @@ def _wait_ready(child: subprocess.Popen[bytes], url: str, log: Path, timeout_s: 
         if code is not None:
             raise ServiceError(
                 f"the anchor server exited with code {code} before answering; log {log}:\n"
-                f"{_log_tail(log)}"
+                f"{log_tail(log, 15)}"
             )
         try:
             if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
@@ -95,7 +82,7 @@ def _wait_ready(child: subprocess.Popen[bytes], url: str, log: Path, timeout_s: 
         time.sleep(0.25)
     raise ServiceError(
         f"the anchor server did not answer on {url} within {timeout_s:.0f} s; log {log}:\n"
-        f"{_log_tail(log)}"
+        f"{log_tail(log, 15)}"
     )
 
 
@@ -125,7 +112,7 @@ def run_anchor(
     chunks = workdir / "anchor_chunks.json"
     chunks.write_text(json.dumps({"ids": list(ids), "texts": list(texts)}), encoding="utf-8")
     log = workdir / "anchor.log"
-    port = _free_port()
+    port = free_port()
     command = [
         sys.executable,
         "-m",

@@ -127,17 +127,27 @@ def aggregate(
     return out
 
 
-def cap_per_document(hits: Sequence[Hit], *, max_per_document: int) -> list[Hit]:
-    """Move each document's hits beyond the first `max_per_document` below every other hit,
-    keeping relative order; scores are capped so that the list stays sorted."""
+def split_per_document(
+    hits: Sequence[Hit], *, max_per_document: int
+) -> tuple[list[Hit], list[Hit]]:
+    """(each document's first `max_per_document` hits, the rest), both in order; 0 = no cap."""
     if max_per_document <= 0:
-        return list(hits)
+        return list(hits), []
     seen: dict[str, int] = {}
     head: list[Hit] = []
     tail: list[Hit] = []
     for h in hits:
         seen[h.doc_id] = seen.get(h.doc_id, 0) + 1
         (head if seen[h.doc_id] <= max_per_document else tail).append(h)
+    return head, tail
+
+
+def cap_per_document(hits: Sequence[Hit], *, max_per_document: int) -> list[Hit]:
+    """Move each document's hits beyond the first `max_per_document` below every other hit,
+    keeping relative order; scores are capped so that the list stays sorted."""
+    if max_per_document <= 0:
+        return list(hits)
+    head, tail = split_per_document(hits, max_per_document=max_per_document)
     out: list[Hit] = []
     for h in head + tail:
         if out and h.score > out[-1].score:

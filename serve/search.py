@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from rayweave.cluster.types import Hit
-from rayweave.serve.fusion import cap_per_document, collapse_duplicates
+from rayweave.serve.fusion import cap_per_document, collapse_duplicates, split_per_document
 from rayweave.serve.schemas import ContentScope, Profile, QueryType
 
 
@@ -194,11 +194,15 @@ class SearchPipeline:
         # per-document cap leave the page short. The refiner reads every candidate.
         window = len(candidates) if refining else min(len(candidates), 2 * plan.top_k)
         hits: list[Hit] = []
+        folded: list[Hit] = []
         read = 0
         while True:
             hits.extend(await self._hydrated(candidates[read:window], query.filters))
             read = window
-            if refining or read >= len(candidates) or _page_settled(hits, plan):
+            if refining:
+                break
+            folded = _folded(hits, plan)
+            if read >= len(candidates) or _page_settled(folded, plan):
                 break
             window = min(len(candidates), 2 * window)
         timings["hydrate"] = _ms(t)
@@ -214,7 +218,8 @@ class SearchPipeline:
             except Exception:
                 degraded.append("refiner")
             timings["refine"] = _ms(t)
-        hits = _page(hits, plan)
+            folded = _folded(hits, plan)
+        hits = cap_per_document(folded, max_per_document=plan.max_per_document)
         timings["total"] = _ms(started)
         return SearchOutcome(
             classification=classification,
@@ -245,24 +250,16 @@ class SearchPipeline:
         return out
 
 
-def _page(hits: Sequence[Hit], plan: RetrievalPlan) -> list[Hit]:
-    """Copies folded, then each document's hits beyond the cap moved below the others."""
-    folded = collapse_duplicates(hits) if plan.collapse_duplicates else list(hits)
-    return cap_per_document(folded, max_per_document=plan.max_per_document)
+def _folded(hits: Sequence[Hit], plan: RetrievalPlan) -> list[Hit]:
+    return collapse_duplicates(hits) if plan.collapse_duplicates else list(hits)
 
 
-def _page_settled(hits: Sequence[Hit], plan: RetrievalPlan) -> bool:
-    """Whether the top_k of `hits` is final: candidates ranked below them can only land under
-    hits that the per-document cap keeps in place, once top_k such hits exist."""
-    folded = collapse_duplicates(hits) if plan.collapse_duplicates else list(hits)
-    if plan.max_per_document <= 0:
-        return len(folded) >= plan.top_k
-    seen: dict[str, int] = {}
-    kept = 0
-    for h in folded:
-        seen[h.doc_id] = seen.get(h.doc_id, 0) + 1
-        kept += seen[h.doc_id] <= plan.max_per_document
-    return kept >= plan.top_k
+def _page_settled(folded: Sequence[Hit], plan: RetrievalPlan) -> bool:
+    """Whether the top_k of `folded` (hydrated, copies folded) is final: candidates ranked below
+    can only land under hits that the per-document cap keeps in place, once top_k such hits
+    exist."""
+    head, _ = split_per_document(folded, max_per_document=plan.max_per_document)
+    return len(head) >= plan.top_k
 
 
 class PlanFn(Protocol):

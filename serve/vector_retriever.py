@@ -29,17 +29,8 @@ from rayweave.serve.search import RankedLists, RetrievalQuery
 HIERARCHY_DECAY = 0.5
 # What a search hit carries before hydration: enough to fuse, cap per document and seed the
 # graph; text, title and section are read once, for the page (`SearchPipeline`).
-RANKING_FIELDS = (
-    "doc_id",
-    "level",
-    "source",
-    "parent_id",
-    "position",
-    "content_type",
-    "language",
-    "prev_id",
-    "next_id",
-)
+METADATA_FIELDS = ("parent_id", "position", "content_type", "language", "prev_id", "next_id")
+RANKING_FIELDS = ("doc_id", "level", "source", *METADATA_FIELDS)
 # A query's dense vector, and its sparse one when the plan fuses a sparse list.
 Encoded = tuple[np.ndarray, SparseVector | None]
 
@@ -56,7 +47,7 @@ def hit_from_point(point: ScoredPoint, retriever: str) -> Hit:
         title=str(p.get("title", "")),
         section_path=tuple(p.get("section_path") or ()),
         retrievers=(retriever,) if retriever else (),
-        metadata={k: p.get(k) for k in RANKING_FIELDS[3:] if p.get(k) is not None},
+        metadata={k: p.get(k) for k in METADATA_FIELDS if p.get(k) is not None},
     )
 
 
