@@ -494,6 +494,25 @@ def _regions_to_split(root: _Node, sec: _Sectioner) -> list[tuple[int, int]]:
 def _propositions(
     pieces: list[_Piece], a: int, b: int, text: str, settings: IngestSettings
 ) -> list[tuple[int, int]]:
+    """Segment a section into propositions, each heading region on its own.
+
+    A heading opens a new proposition: merged sections hold several small headed subtrees, and
+    a proposition that ends with the next subtree's heading would be indexed under the wrong
+    subject (the heading names what follows it, never what precedes it).
+    """
+    out: list[tuple[int, int]] = []
+    start = a
+    for k in range(a + 1, b):
+        if pieces[k].kind == "heading" and pieces[k - 1].kind != "heading":
+            out.extend(_segment_region(pieces, start, k, text, settings))
+            start = k
+    out.extend(_segment_region(pieces, start, b, text, settings))
+    return out
+
+
+def _segment_region(
+    pieces: list[_Piece], a: int, b: int, text: str, settings: IngestSettings
+) -> list[tuple[int, int]]:
     pmin, pmax = settings.proposition_min_tokens, settings.proposition_max_tokens
     counts = [p.tokens for p in pieces[a:b]]
     costs = [0.0] * (b - a)

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from rayweave.cluster.settings import RetrievalSettings
 from rayweave.cluster.types import GraphPath, Hit
+
+if TYPE_CHECKING:
+    from rayweave.serve.search import RetrievalPlan
 
 FusionMethod = Literal["rrf", "weighted"]
 
@@ -288,25 +291,23 @@ def promote_linked(
 
 
 class FusionRanker:
-    """The `Fuser` of the search pipeline: the plan's per-list weights, the configured method."""
+    """The `Fuser` of the search pipeline: the plan's weights and anchor, the configured method."""
 
     def __init__(self, settings: RetrievalSettings) -> None:
         self.method: FusionMethod = settings.fusion
         self.k = settings.rrf_k
-        self.anchor_top = settings.anchor_top
         self.link_promote = settings.link_promote
         self.link_depth = settings.link_depth
 
-    async def fuse(self, lists: Mapping[str, Sequence[Hit]], plan: object) -> list[Hit]:
-        weights = getattr(plan, "weights", None)
+    async def fuse(self, lists: Mapping[str, Sequence[Hit]], plan: RetrievalPlan) -> list[Hit]:
         voting = {name: hits for name, hits in lists.items() if name != LINKS}
         fused = anchored_fusion(
-            voting, anchor_top=self.anchor_top, method=self.method, weights=weights, k=self.k
+            voting, anchor_top=plan.anchor_top, method=self.method, weights=plan.weights, k=self.k
         )
         return promote_linked(
             fused,
             lists.get(LINKS, ()),
-            lead=self.anchor_top,
+            lead=plan.anchor_top,
             depth=self.link_depth,
             limit=self.link_promote,
         )

@@ -4,6 +4,12 @@ Fusion weights per content scope encode one measured fact of the dev sets: a wea
 retriever must not vote as loudly as dense retrieval on code search (equal-weight RRF of dense and
 SPLADE-tiny loses a quarter of dense MRR on cosqa-dev), while on prose the lexical and graph lists
 add recall that dense misses. The weights are general defaults, not per-data-set switches.
+
+Anchoring (`RetrievalSettings.anchor_top`) keeps the vector lists' best hit first because the
+graph's lists are associative (a shared entity, a bridge) and a short list's rank 1 would outvote
+it. An error question is the exception: its graph list follows SOLVES edges, a chunk that names
+the error and explains a fix, which is the answer relation itself, so there every list votes
+freely (the exception class's own docstring must not lead the page that says how to fix it).
 """
 
 from __future__ import annotations
@@ -80,6 +86,7 @@ def make_plan(
         candidates=max(settings.candidates, top_k),
         max_per_document=settings.max_per_document,
         collapse_duplicates=settings.collapse_duplicates,
+        anchor_top=0 if classification.query_type is QueryType.ERROR else settings.anchor_top,
     )
 
 

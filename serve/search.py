@@ -48,6 +48,7 @@ class RetrievalPlan:
     candidates: int = 50
     max_per_document: int = 0
     collapse_duplicates: bool = True
+    anchor_top: int = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

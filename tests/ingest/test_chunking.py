@@ -153,6 +153,36 @@ class TestContentTypes:
             not c.text.startswith("## Beta") or c.section_path[0] == "Beta" for c in cd.sections
         )
 
+    def test_propositions_start_at_headings(
+        self, minilm: TokenizerCounter, settings: IngestSettings
+    ) -> None:
+        # Small headed subtrees merge into one section; a proposition that runs into the next
+        # heading would be found under the wrong subject (a heading names what follows it).
+        entries = [
+            (
+                f"## E100{i} {name}Error\n\n**Message:** `E100{i} {name}Error: the {name.lower()} "
+                f"of task 01HV held by host-a:4312 expired`\n\n**Cause:** a task ran longer than "
+                f"its {name.lower()} without a heartbeat: the worker died, was frozen (a "
+                "stop-the-world GC, a paused VM), or CPU-bound code held the GIL so the "
+                "heartbeat thread could not run.\n\n"
+                f"**Fix:** raise `{name.lower()}_seconds` or call `heartbeat()` in long loops.\n"
+            )
+            for i, name in enumerate(["Lease", "Register", "Lock"], start=3)
+        ]
+        text = "# Troubleshooting\n\nSearch this page for the code in your log.\n\n" + "\n".join(
+            entries
+        )
+        doc = make(text, title="Troubleshooting")
+        cd = chunk_document(doc, tokens=minilm, settings=settings)
+        check_invariants(doc, cd, settings, minilm)
+        assert len(cd.sections) < len(entries)  # merged: the case that needs the rule
+        for prop in cd.propositions:
+            lines = [line for line in prop.text.splitlines() if line.strip()]
+            assert not any(line.startswith("#") for line in lines[1:]), prop.text
+        headed = [p for p in cd.propositions if p.text.startswith("## E1004")]
+        assert len(headed) == 1
+        assert "E1004 RegisterError:" in headed[0].text
+
     def test_code_fence_kept_whole(
         self, minilm: TokenizerCounter, settings: IngestSettings
     ) -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import ClassVar
 
 import pytest
@@ -19,6 +20,10 @@ from rayweave.serve.fusion import (
     reciprocal_rank_fusion,
     weighted_score_fusion,
 )
+from rayweave.serve.schemas import ContentScope, Profile, QueryType
+from rayweave.serve.search import RetrievalPlan
+
+PLAN = RetrievalPlan(profile=Profile.GRAPH, query_type=QueryType.GENERAL, scope=ContentScope.DOCS)
 
 
 def h(i: str, score: float = 1.0, doc: str | None = None, **kw: object) -> Hit:
@@ -162,10 +167,24 @@ class TestPromoteLinked:
             LINKS: [link("a1", "c"), link("a1", "z")],
         }
         ranker = FusionRanker(RetrievalSettings())
-        out = asyncio.run(ranker.fuse(lists, plan=None))
+        out = asyncio.run(ranker.fuse(lists, plan=PLAN))
         assert [x.id for x in out] == ["a1", "c1", "b1"]  # z is linked but no retriever found it
         off = FusionRanker(RetrievalSettings(link_promote=0))
-        assert [x.id for x in asyncio.run(off.fuse(lists, plan=None))] == ["a1", "b1", "c1"]
+        assert [x.id for x in asyncio.run(off.fuse(lists, plan=PLAN))] == ["a1", "b1", "c1"]
+
+    def test_the_plan_decides_the_anchor(self) -> None:
+        # The class whose docstring names the error leads the vector lists; the page that says
+        # how to fix it is second there but also reached over SOLVES.
+        lists = {
+            "dense": [h("class1", doc="code"), h("fix1", doc="docs")],
+            "sparse": [h("class1", doc="code"), h("fix1", doc="docs")],
+            "graph": [h("fix1", doc="docs")],
+        }
+        ranker = FusionRanker(RetrievalSettings())
+        anchored = asyncio.run(ranker.fuse(lists, plan=PLAN))
+        free = asyncio.run(ranker.fuse(lists, plan=replace(PLAN, anchor_top=0)))
+        assert [x.id for x in anchored] == ["class1", "fix1"]
+        assert [x.id for x in free] == ["fix1", "class1"]
 
 
 def test_cap_per_document_moves_a_documents_extra_hits_below_the_others() -> None:

@@ -52,3 +52,18 @@ def test_candidates_never_fewer_than_top_k() -> None:
         DOCS, profile=None, top_k=80, hierarchical=None, settings=RetrievalSettings(candidates=50)
     )
     assert plan.candidates == 80
+
+
+def test_error_questions_let_every_list_vote() -> None:
+    # Anchoring guards the vector top hit against associative graph votes; an error question's
+    # graph list follows SOLVES (the answer relation), so nothing is anchored there.
+    settings = RetrievalSettings(anchor_top=2)
+    error = Classification(query_type=QueryType.ERROR, scope=ContentScope.DOCS)
+    assert (
+        make_plan(DOCS, profile=None, top_k=10, hierarchical=None, settings=settings).anchor_top
+        == 2
+    )
+    assert (
+        make_plan(error, profile=None, top_k=10, hierarchical=None, settings=settings).anchor_top
+        == 0
+    )
