@@ -2,7 +2,8 @@
 tests can build it around in-process components.
 
 Cross-cutting rules live here, once: body-size limit (413), API-key/bearer auth when keys are
-configured (401, checked before any work), per-key rate limit (429), CORS only when origins are
+configured (401, checked before any work), per-key rate limit (429, shared by every replica
+when deployed: `serve/rate_limit.py`), CORS only when origins are
 configured, metrics through Ray's metrics API (`cluster/telemetry.py`: exported, with Serve's own,
 by every node's metrics agent, so there is no per-replica `/metrics` route), and the error mapping
 of `serve/errors.py`.
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -26,10 +26,11 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rayweave.cluster import __version__
-from rayweave.cluster.errors import AuthError, RateLimitError
+from rayweave.cluster.errors import AuthError
 from rayweave.cluster.settings import ServeSettings
 from rayweave.cluster.telemetry import api_metrics
 from rayweave.serve.errors import error_body, install_error_handlers
+from rayweave.serve.rate_limit import LocalRateLimiter, RateLimiter
 from rayweave.serve.schemas import AnswerResponse, ResultItem, SearchRequest, SearchResponse
 from rayweave.serve.service import SearchService
 
@@ -60,28 +61,6 @@ class MessageResponse(BaseModel):
 class DocumentResponse(BaseModel):
     doc_id: str
     chunks: list[ResultItem]
-
-
-class RateLimiter:
-    """Token bucket per key: `per_minute` requests, refilled continuously. Per replica."""
-
-    def __init__(self, per_minute: int) -> None:
-        self.rate = per_minute / 60.0
-        self.capacity = float(per_minute)
-        self._buckets: dict[str, tuple[float, float]] = {}
-        self._lock = threading.Lock()
-
-    def check(self, key: str) -> None:
-        now = time.monotonic()
-        with self._lock:
-            tokens, last = self._buckets.get(key, (self.capacity, now))
-            tokens = min(self.capacity, tokens + (now - last) * self.rate)
-            if tokens < 1.0:
-                self._buckets[key] = (tokens, now)
-                raise RateLimitError(
-                    "rate limit exceeded for this API key", retry_after_s=(1.0 - tokens) / self.rate
-                )
-            self._buckets[key] = (tokens - 1.0, now)
 
 
 class BodyLimit:
@@ -139,7 +118,10 @@ def create_api(
     settings: ServeSettings,
     *,
     health: Callable[[], dict[str, Any]] | None = None,
+    limiter: RateLimiter | None = None,
 ) -> FastAPI:
+    """`limiter` counts requests per key (default: in this process, when a rate is configured);
+    replicas of a deployed app pass one shared by all of them."""
     app = FastAPI(
         title="rayweave",
         version=__version__,
@@ -173,11 +155,10 @@ def create_api(
         return response
 
     keys = [k.get_secret_value().encode() for k in settings.api_keys]
-    limiter = (
-        RateLimiter(settings.rate_limit_per_minute) if settings.rate_limit_per_minute else None
-    )
+    if limiter is None and settings.rate_limit_per_minute:
+        limiter = LocalRateLimiter(settings.rate_limit_per_minute)
 
-    def admit(request: Request, supplied: str | None) -> str:
+    async def admit(request: Request, supplied: str | None) -> str:
         """Returns a stable, non-secret key id used for rate limiting."""
         if keys and (
             not supplied or not any(hmac.compare_digest(supplied.encode(), k) for k in keys)
@@ -186,7 +167,7 @@ def create_api(
         ident = supplied or (request.client.host if request.client else "anonymous")
         key_id = hashlib.sha256(ident.encode()).hexdigest()[:16]
         if limiter is not None:
-            limiter.check(key_id)
+            await limiter.check(key_id)
         return key_id
 
     def supplied_key(
@@ -196,16 +177,18 @@ def create_api(
             header_key if header_key is not None or credentials is None else credentials.credentials
         )
 
-    def authorize_key(
+    async def authorize_key(
         request: Request,
         header_key: Annotated[str | None, Security(API_KEY_HEADER)],
         credentials: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)],
     ) -> str:
-        return admit(request, supplied_key(header_key, credentials))
+        return await admit(request, supplied_key(header_key, credentials))
 
     async def authorize_open(request: Request) -> str:
         # Keys still name rate-limit buckets when sent, as with keys configured.
-        return admit(request, supplied_key(await API_KEY_HEADER(request), await BEARER(request)))
+        return await admit(
+            request, supplied_key(await API_KEY_HEADER(request), await BEARER(request))
+        )
 
     authorize = authorize_key if keys else authorize_open
     guarded = [Depends(authorize)]

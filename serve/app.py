@@ -161,7 +161,32 @@ def serve_config(settings: Settings) -> dict[str, Any]:
         application["deployments"] = [
             d for d in application.get("deployments", []) if d["name"] in LAYOUT_DEPLOYMENTS[layout]
         ]
+        if layout == "fused":
+            _size_fused(application["deployments"], settings)
     return config
+
+
+MAX_AUTO_FUSED_REPLICAS = 4
+
+
+def fused_replicas(settings: Settings, *, cpus: float | None = None) -> int:
+    """`serve.fused_replicas`, or one per CPU of the cluster (`cpus`; None: asked from the
+    connected Ray runtime), at most `MAX_AUTO_FUSED_REPLICAS`."""
+    if settings.serve.fused_replicas is not None:
+        return settings.serve.fused_replicas
+    if cpus is None:
+        import ray
+
+        cpus = float(ray.cluster_resources().get("CPU", 1.0)) if ray.is_initialized() else 1.0
+    return max(1, min(MAX_AUTO_FUSED_REPLICAS, int(cpus)))
+
+
+def _size_fused(deployments: list[dict[str, Any]], settings: Settings) -> None:
+    """The fused `Ingress` runs the whole pipeline: unless the config sizes it, one replica per
+    core (the composed ingress only routes, so the packaged file leaves it at Serve's one)."""
+    for entry in deployments:
+        if entry["name"] == "Ingress" and not {"num_replicas", "autoscaling_config"} & set(entry):
+            entry["num_replicas"] = fused_replicas(settings)
 
 
 def deploy(settings: Settings, *, console: Console | None = None, timeout_s: float = 600.0) -> str:
@@ -209,6 +234,8 @@ def shutdown(settings: Settings) -> bool:
     """Delete the app if a Serve controller is running; True when something was removed."""
     from ray import serve
 
+    from rayweave.serve.rate_limit import remove_shared
+
     try:
         apps = serve.status().applications
     except Exception:
@@ -216,4 +243,5 @@ def shutdown(settings: Settings) -> bool:
     if settings.serve.app_name not in apps:
         return False
     serve.delete(settings.serve.app_name)
+    remove_shared(settings.serve.app_name, namespace=settings.ray.namespace)
     return True

@@ -27,8 +27,9 @@ class FusedIngress:
 
     def __serve_build_asgi_app__(self) -> Any:
         from rayweave.serve.api import create_api
+        from rayweave.serve.rate_limit import replica_limiter
 
-        return create_api(self.service, self.settings.serve)
+        return create_api(self.service, self.settings.serve, limiter=replica_limiter(self.settings))
 
     def __del__(self) -> None:
         self.local.close()

@@ -52,5 +52,6 @@ class Ingress:
 
     def __serve_build_asgi_app__(self) -> Any:
         from rayweave.serve.api import create_api
+        from rayweave.serve.rate_limit import replica_limiter
 
-        return create_api(self.service, self.settings.serve)
+        return create_api(self.service, self.settings.serve, limiter=replica_limiter(self.settings))

@@ -54,6 +54,30 @@ def test_serve_config_keeps_the_deployments_of_the_chosen_layout_and_tells_the_b
         assert AppArgs.model_validate(app["args"]).settings().serve.layout == layout
 
 
+def test_fused_ingress_is_sized_to_the_cluster_unless_the_config_sizes_it(tmp_path: Path) -> None:
+    from rayweave.serve.app import DEFAULT_SERVE_CONFIG, fused_replicas, serve_config
+
+    auto = Settings(serve={"layout": "fused"})  # type: ignore[arg-type]
+    assert [fused_replicas(auto, cpus=c) for c in (0.5, 1, 2, 3.9, 16)] == [1, 1, 2, 3, 4]
+    pinned = Settings(serve={"layout": "fused", "fused_replicas": 6})  # type: ignore[arg-type]
+    assert fused_replicas(pinned, cpus=2) == 6
+    (ingress,) = serve_config(pinned)["applications"][0]["deployments"]
+    assert ingress["num_replicas"] == 6
+    # A config that sizes the entry itself keeps its own numbers.
+    config = yaml.safe_load(DEFAULT_SERVE_CONFIG.read_text())
+    config["applications"][0]["deployments"][0]["autoscaling_config"] = {"max_replicas": 3}
+    (tmp_path / "serve.yaml").write_text(yaml.safe_dump(config))
+    own = Settings(
+        serve={"layout": "fused", "fused_replicas": 6, "serve_config": tmp_path / "serve.yaml"}  # type: ignore[arg-type]
+    )
+    (ingress,) = serve_config(own)["applications"][0]["deployments"]
+    assert "num_replicas" not in ingress
+    assert ingress["autoscaling_config"] == {"max_replicas": 3}
+    # The composed ingress only routes: Serve's one replica.
+    composed = serve_config(_with_layout("composed"))["applications"][0]["deployments"]
+    assert "num_replicas" not in composed[0]
+
+
 def test_health_and_openapi(app_url: str) -> None:
     assert httpx.get(f"{app_url}/healthz", timeout=30).json()["status"] == "ok"
     paths = httpx.get(f"{app_url}/openapi.json", timeout=30).json()["paths"]
