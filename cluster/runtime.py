@@ -13,6 +13,7 @@ Two facts of Ray 2.60 shape this module:
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -20,7 +21,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -249,13 +250,63 @@ def _processes() -> Iterator[tuple[int, str, int]]:
         yield int(entry.name), cmdline, ppid
 
 
+def join_node(
+    settings: Settings,
+    temp_dir: Path,
+    *,
+    num_cpus: int = 1,
+    resources: Mapping[str, float] | None = None,
+) -> None:
+    """Start one more raylet on this machine, joined to the embedded head: a second node on one
+    box, which is how multi-node behaviour is exercised without a second machine. Give it a
+    `temp_dir` of its own under the head's (`stop_head` then stops it too; `stop_processes`
+    stops it alone)."""
+    temp_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "ray.scripts.scripts",
+        "start",
+        f"--address=127.0.0.1:{settings.ray.port}",
+        "--node-ip-address=127.0.0.1",
+        f"--num-cpus={num_cpus}",
+        f"--temp-dir={temp_dir}",
+        f"--object-store-memory={settings.ray.object_store_memory_mb * 1024 * 1024}",
+        "--disable-usage-stats",
+    ]
+    if resources:
+        cmd.append(f"--resources={json.dumps(dict(resources))}")
+    log = temp_dir / "start.log"
+    with log.open("w") as out:
+        proc = subprocess.run(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **_ray_env(settings)},
+            timeout=settings.ray.start_timeout_s,
+            check=False,
+        )
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace")[-2000:]
+        raise ServiceError(
+            f"`ray start --address` failed (exit {proc.returncode}); see {log}:\n{tail}"
+        )
+
+
 def stop_head(settings: Settings, *, grace_s: float = 10.0) -> int:
     """Stop our embedded head and its workers only; returns how many processes were signalled."""
     import ray
 
     if ray.is_initialized():
         ray.shutdown()
-    pids = _own_pids(ray_temp_dir(settings))
+    return stop_processes(ray_temp_dir(settings), grace_s=grace_s)
+
+
+def stop_processes(temp_dir: Path, *, grace_s: float = 10.0) -> int:
+    """SIGTERM, then SIGKILL, the processes whose command line names `temp_dir` (a head's or a
+    joined node's) and their descendants; never anything else (`ray stop` would end every Ray
+    process on the machine). Returns how many were signalled."""
+    pids = _own_pids(temp_dir)
     for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
         alive = {pid for pid in pids if _signal(pid, sig)}
         deadline = time.monotonic() + wait

@@ -419,12 +419,27 @@ class IngestSettings(_Group):
         "noise, 5.3 GB peak instead of 7.7 GB); 'auto' = fused when no GPUs are requested "
         "(`actor_gpus` 0), else staged.",
     )
-    fused_actors: int = Field(
-        default=1, ge=1, description="Actors of the fused layout (each loads every model)."
+    fused_actors: int | None = Field(
+        default=None,
+        ge=1,
+        description="Actors of the fused layout (each loads every model and threads across its "
+        "node). None = one per node, spread over the nodes, autoscaled down to 1 when idle; a "
+        "number pins the pool.",
     )
-    dense_actors: int = Field(default=1, ge=1, description="Dense-embedding actors.")
-    sparse_actors: int = Field(default=1, ge=1, description="Sparse-embedding actors.")
-    entity_actors: int = Field(default=1, ge=1, description="Entity-extraction actors.")
+    dense_actors: int | None = Field(
+        default=None,
+        ge=1,
+        description="Dense-embedding actors (staged). None = one per `actor_gpus` of the "
+        "cluster's GPUs (autoscaled from 1), or 1 without GPUs.",
+    )
+    sparse_actors: int | None = Field(
+        default=None, ge=1, description="Sparse-embedding actors (staged); None as dense_actors."
+    )
+    entity_actors: int | None = Field(
+        default=None,
+        ge=1,
+        description="Entity-extraction actors (staged, CPU). None = up to one per node.",
+    )
     actor_cpus: float = Field(
         default=0.5,
         gt=0,

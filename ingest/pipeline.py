@@ -1,12 +1,11 @@
 """The ingest pipeline: read -> chunk -> embed (dense, sparse, image) -> entities -> write.
 
 Each stage is a Ray Data callable, so a corpus is sharded across actors and nodes. In the staged
-layout every model stage is its own actor pool sized by `IngestSettings` (GPU stages scale apart
-from CPU ones); in the fused layout, the default without GPUs, each actor runs the same stage
-objects in sequence on its batches: on a few cores, pools contending for the same CPUs and
-batches pickled between them cost more than they overlap. Models load once per actor either way.
-Fractional CPU requests are scaled to the cluster so that the actors and the read tasks always
-fit together (on a 2-core machine whole-CPU actors starve the readers and the pipeline stalls).
+layout every model stage is its own actor pool (GPU stages scale apart from CPU ones); in the
+fused layout, the default without GPUs, each actor runs the same stage objects in sequence on
+its batches: on a few cores, pools contending for the same CPUs and batches pickled between them
+cost more than they overlap. Models load once per actor either way. Pool sizes and CPU requests
+come from the cluster's shape (`ingest/resources.py`).
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ import logging
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,47 +24,7 @@ from rayweave.cluster.errors import SourceError
 from rayweave.cluster.progress import progress_bar
 from rayweave.cluster.settings import Settings
 from rayweave.ingest.report import IngestSummary
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StageResources:
-    """CPU fraction per actor of the light (chunk, write) and model stages, and per read task."""
-
-    light: float
-    model: float
-    task: float
-    gpus: float
-    fused: float
-    fused_threads: int
-
-
-def plan_resources(
-    settings: Settings, cluster_cpus: float, node_cpus: float | None = None
-) -> StageResources:
-    """Scale CPU requests so every actor pool plus one read task fits in `cluster_cpus`.
-
-    A fused actor asks for no more than a model actor (`actor_cpus`): CPU requests only reserve,
-    and a larger one would wait forever beside a deployed Serve app. Its models run with the
-    threads of a whole node (`node_cpus`, shared among the node's fused actors) instead."""
-    ing = settings.ingest
-    model_actors = (
-        ing.dense_actors
-        + ing.sparse_actors
-        + ing.entity_actors
-        + (1 if settings.models.clip else 0)
-    )
-    light, model, task = ing.actor_cpus / 2, ing.actor_cpus, ing.actor_cpus / 2
-    wanted = 2 * light + model_actors * model + task
-    budget = 0.9 * cluster_cpus
-    scale = min(1.0, budget / wanted) if wanted > 0 else 1.0
-    return StageResources(
-        light=light * scale,
-        model=model * scale,
-        task=task * scale,
-        gpus=ing.actor_gpus,
-        fused=min(ing.actor_cpus, max(0.1, (budget - task * scale) / ing.fused_actors)),
-        fused_threads=max(1, int((node_cpus or cluster_cpus) // ing.fused_actors)),
-    )
+from rayweave.ingest.resources import cluster_nodes, plan_resources
 
 
 def resolve_layout(settings: Settings) -> Literal["staged", "fused"]:
@@ -202,11 +160,7 @@ def run_ingest(
     # Its issue detectors repeat a memory warning every 30 s per model pool; `rayweave bench
     # ingest` measures peak memory instead.
     ctx.issue_detectors_config.detectors = []
-    node_cpus = max(
-        (float(n["Resources"].get("CPU", 0.0)) for n in ray.nodes() if n.get("Alive")),
-        default=1.0,
-    )
-    res = plan_resources(settings, float(ray.cluster_resources().get("CPU", 1.0)), node_cpus)
+    res = plan_resources(settings, cluster_nodes())
     ing = settings.ingest
     model_opts: dict[str, Any] = {"num_cpus": res.model, "batch_size": ing.batch_size}
     if res.gpus > 0:
@@ -245,7 +199,7 @@ def run_ingest(
                 "existing": existing,
                 "collection": collection,
             },
-            compute=ActorPoolStrategy(size=ing.fused_actors),
+            compute=ActorPoolStrategy(**res.fused_pool.strategy_kwargs()),
             num_cpus=res.fused,
             batch_size=ing.batch_size,
         )
@@ -260,13 +214,13 @@ def run_ingest(
         ds = ds.map_batches(
             stages.EmbedDense,
             fn_constructor_kwargs={"settings": settings},
-            compute=ActorPoolStrategy(size=ing.dense_actors),
+            compute=ActorPoolStrategy(**res.dense_pool.strategy_kwargs()),
             **model_opts,
         )
         ds = ds.map_batches(
             stages.EmbedSparse,
             fn_constructor_kwargs={"settings": settings},
-            compute=ActorPoolStrategy(size=ing.sparse_actors),
+            compute=ActorPoolStrategy(**res.sparse_pool.strategy_kwargs()),
             **model_opts,
         )
         if settings.models.clip:
@@ -279,7 +233,7 @@ def run_ingest(
         ds = ds.map_batches(
             stages.ExtractEntities,
             fn_constructor_kwargs={"settings": settings},
-            compute=ActorPoolStrategy(size=ing.entity_actors),
+            compute=ActorPoolStrategy(**res.entity_pool.strategy_kwargs()),
             num_cpus=res.model,
             batch_size=ing.batch_size,
         )

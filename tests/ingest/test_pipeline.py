@@ -17,7 +17,6 @@ from rayweave.cluster.types import Level
 from rayweave.ingest.pipeline import (
     delete_documents,
     discover,
-    plan_resources,
     resolve_layout,
     run_ingest,
 )
@@ -66,27 +65,7 @@ def _writer(settings: Settings, collection: str) -> DocumentWriter:
     return DocumentWriter.open(settings, collection=collection, shared=True)
 
 
-class TestPlanResources:
-    def test_pools_and_a_read_task_fit_in_two_cpus(self) -> None:
-        settings = Settings(ingest={"actor_cpus": 0.5, "dense_actors": 2})
-        res = plan_resources(settings, 2.0)
-        total = 2 * res.light + 4 * res.model + res.task
-        assert total <= 0.9 * 2.0 + 1e-9
-
-    def test_large_clusters_keep_the_configured_fractions(self) -> None:
-        res = plan_resources(Settings(ingest={"actor_cpus": 0.5}), 64.0)
-        assert res.model == 0.5
-
-    def test_fused_actors_reserve_little_and_run_with_a_nodes_threads(self) -> None:
-        # A deployed Serve app holds about 0.7 of 2 CPUs: a fused actor must still be placed.
-        res = plan_resources(Settings(), 2.0)
-        assert res.fused + res.task <= 2.0 - 0.7
-        assert res.fused_threads == 2
-        two = plan_resources(Settings(ingest={"fused_actors": 2}), 2.0)
-        assert two.fused <= res.fused
-        assert two.fused_threads == 1
-        assert plan_resources(Settings(), 64.0, node_cpus=16.0).fused_threads == 16
-
+class TestLayout:
     def test_auto_layout_fuses_unless_gpus_are_asked_for(self) -> None:
         assert resolve_layout(Settings()) == "fused"
         assert resolve_layout(Settings(ingest={"actor_gpus": 1})) == "staged"
