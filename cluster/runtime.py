@@ -302,12 +302,14 @@ def stop_head(settings: Settings, *, grace_s: float = 10.0) -> int:
     return stop_processes(ray_temp_dir(settings), grace_s=grace_s)
 
 
-def stop_processes(temp_dir: Path, *, grace_s: float = 10.0) -> int:
+def stop_processes(temp_dir: Path, *, grace_s: float = 10.0, hard: bool = False) -> int:
     """SIGTERM, then SIGKILL, the processes whose command line names `temp_dir` (a head's or a
     joined node's) and their descendants; never anything else (`ray stop` would end every Ray
-    process on the machine). Returns how many were signalled."""
+    process on the machine). `hard` sends SIGKILL at once: a node that dies, as in a crash.
+    Returns how many were signalled."""
     pids = _own_pids(temp_dir)
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+    steps = ((signal.SIGKILL, 5.0),) if hard else ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0))
+    for sig, wait in steps:
         alive = {pid for pid in pids if _signal(pid, sig)}
         deadline = time.monotonic() + wait
         while alive and time.monotonic() < deadline:

@@ -139,6 +139,15 @@ class QdrantSettings(_Group):
     actor_max_concurrency: int = Field(
         default=8, ge=2, description="Threads of the shared vector actor (reads run in parallel)."
     )
+    idle_close_s: float = Field(
+        default=600.0,
+        ge=0,
+        description="An embedded store's actor closes its engine (memory, file handles, the "
+        "folder lock) after this long without a call and reopens it on the next one, which "
+        "pays the open (milliseconds for the sample corpus, seconds for millions of points); "
+        "0 = never. Every collection searched or evaluated keeps an actor, so without this "
+        "each would hold its engine until `rayweave stop`.",
+    )
 
 
 class GraphSettings(_Group):

@@ -13,6 +13,7 @@ class StatusReport:
     graph: str
     serve: str
     vectors: str
+    stores: str = "none (no Ray runtime)"
     metrics: str = "not running"
     logs: str = ""
     job_env: dict[str, str] = field(default_factory=dict)
@@ -24,6 +25,7 @@ class StatusReport:
                 f"ray      {self.ray}",
                 f"graph    {self.graph}",
                 f"vectors  {self.vectors}",
+                f"stores   {self.stores}",
                 f"serve    {self.serve}",
                 f"metrics  {self.metrics}",
                 f"logs     {self.logs}",
@@ -57,9 +59,11 @@ def collect_status(settings: Settings) -> StatusReport:
         graph_line = GraphServer.from_settings(settings).status().describe()
 
     serve_line = metrics_line = "not running"
+    stores_line = "none (no Ray runtime)"
     if head_running(settings) or settings.ray.address is not None:
         serve_line = _serve_status(settings)
         metrics_line = _metrics_status()
+        stores_line = _stores_status(settings)
     backend = settings.qdrant.url or str(settings.vector_path)
     vectors_line = f"{settings.qdrant.backend}: {backend} (collection {settings.qdrant.collection})"
     return StatusReport(
@@ -67,6 +71,7 @@ def collect_status(settings: Settings) -> StatusReport:
         graph=graph_line,
         serve=serve_line,
         vectors=vectors_line,
+        stores=stores_line,
         metrics=metrics_line,
         logs=f"Ray: {ray_temp_dir(settings) / 'session_latest' / 'logs'}; what Ray printed "
         f"during rayweave commands: {ray_console_log(settings)}",
@@ -88,6 +93,28 @@ def _serve_status(settings: Settings) -> str:
     if app is None:
         return "not deployed"
     return f"{app.status.value} at http://{settings.serve.host}:{settings.serve.port}"
+
+
+def _stores_status(settings: Settings) -> str:
+    """The vector store actors and whether each holds its engine (`qdrant.idle_close_s`)."""
+    import ray
+
+    from rayweave.cluster.vector_service import describe_vector_actors
+
+    if not ray.is_initialized():
+        return "unknown (not connected)"
+    actors = describe_vector_actors(settings.ray.namespace)
+    if not actors:
+        return "no store actors"
+    parts = []
+    for a in actors:
+        if "error" in a:
+            parts.append(f"{a['collection']} (not answering)")
+        else:
+            state = "open" if a["open"] else "closed"
+            parts.append(f"{a['collection']} ({state}, idle {a['idle_s']:.0f}s)")
+    held = sum(1 for a in actors if a.get("open"))
+    return f"{held} of {len(actors)} holding an engine: " + ", ".join(parts)
 
 
 def _metrics_status() -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ import ray
 from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError, RayTaskError
 
 from rayweave.cluster.errors import InputError, RayweaveError, ServiceError, VectorStoreError
+from rayweave.cluster.idle import IdleResource
 from rayweave.cluster.settings import QDRANT_MEMORY, QdrantSettings, Settings
 from rayweave.cluster.types import SparseVector
 from rayweave.cluster.vector_points import dense_matrix
@@ -165,58 +167,83 @@ def _row(matrix: np.ndarray | None, mask: np.ndarray | None, i: int) -> np.ndarr
 
 @ray.remote(num_cpus=0, max_restarts=_MAX_RESTARTS)
 class VectorStoreActor:
-    """Owns one embedded store; Ray runs its methods on `max_concurrency` threads."""
+    """Owns one embedded store; Ray runs its methods on `max_concurrency` threads.
+
+    The engine is closed after `idle_close_s` without calls and reopened by the next one
+    (`cluster/idle.py`), so actors of collections nobody searches hold no engine."""
 
     def __init__(self, settings: QdrantSettings, path: str, collection: str) -> None:
         self._path, self._collection = path, collection
-        self._store = open_vector_store(settings, path=Path(path), collection=collection)
+        self._engine = IdleResource(
+            lambda: open_vector_store(settings, path=Path(path), collection=collection),
+            lambda store: store.close(),
+            idle_s=settings.idle_close_s,
+        )
+        self._engine.open()  # fail here, at acquire, on a bad path
+        self._stop = threading.Event()
+        if settings.idle_close_s > 0:
+            self._engine.watch(self._stop)
 
     def describe(self) -> dict[str, Any]:
         return {
             "collection": self._collection,
             "path": self._path,
             "pid": os.getpid(),
-            "store": repr(self._store),
+            "open": self._engine.is_open,
+            "idle_s": round(self._engine.idle_for(), 1),
+            "opens": self._engine.opens,
         }
 
     def ensure_collection(self, spec: CollectionSpec) -> None:
-        self._store.ensure_collection(spec)
+        with self._engine.use() as store:
+            store.ensure_collection(spec)
 
     def upsert(self, columns: PointColumns) -> int:
-        self._store.upsert(columns.unpack())
+        with self._engine.use() as store:
+            store.upsert(columns.unpack())
         return len(columns.ids)
 
     def delete(self, filter: Filter) -> int:
-        return self._store.delete(filter)
+        with self._engine.use() as store:
+            return store.delete(filter)
 
     def set_payload(self, filter: Filter, payload: Mapping[str, Any]) -> int:
-        return self._store.set_payload(filter, payload)
+        with self._engine.use() as store:
+            return store.set_payload(filter, payload)
 
     def query(self, query: VectorQuery) -> list[ScoredPoint]:
-        return self._store.query(query)
+        with self._engine.use() as store:
+            return store.query(query)
 
     def query_batch(self, queries: Sequence[VectorQuery]) -> list[list[ScoredPoint]]:
-        return self._store.query_batch(queries)
+        with self._engine.use() as store:
+            return store.query_batch(queries)
 
     def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[ScoredPoint]:
-        return self._store.retrieve(ids, with_vectors=with_vectors)
+        with self._engine.use() as store:
+            return store.retrieve(ids, with_vectors=with_vectors)
 
     def count(self, filter: Filter | None = None) -> int:
-        return self._store.count(filter)
+        with self._engine.use() as store:
+            return store.count(filter)
 
     def scroll(
         self, filter: Filter | None = None, limit: int = 256, offset: str | None = None
     ) -> tuple[list[ScoredPoint], str | None]:
-        return self._store.scroll(filter=filter, limit=limit, offset=offset)
+        with self._engine.use() as store:
+            return store.scroll(filter=filter, limit=limit, offset=offset)
 
     def optimize(self) -> None:
-        self._store.optimize()
+        with self._engine.use() as store:
+            store.optimize()
 
     def drop(self) -> None:
-        self._store.drop()
+        with self._engine.use() as store:
+            store.drop()
 
     def close(self) -> None:
-        self._store.close()
+        self._stop.set()
+        self._engine.close()
 
 
 def _acquire_actor(settings: QdrantSettings, path: Path, collection: str, namespace: str) -> Any:
@@ -409,17 +436,39 @@ def vector_store_for(
     )
 
 
-def shutdown_vector_actors(namespace: str = "rayweave", *, timeout_s: float = 30.0) -> list[str]:
-    """Flush and close every vector actor in `namespace`, then kill it; returns their names."""
-    if not ray.is_initialized():
-        raise ServiceError("shutting down vector actors needs a connected Ray runtime (ray.init)")
-    names = [
+def _actor_names(namespace: str) -> list[str]:
+    return sorted(
         entry["name"]
         for entry in ray.util.list_named_actors(all_namespaces=True)
         if isinstance(entry, dict)
         and entry["namespace"] == namespace
         and entry["name"].startswith(ACTOR_PREFIX)
-    ]
+    )
+
+
+def describe_vector_actors(
+    namespace: str = "rayweave", *, timeout_s: float = 10.0
+) -> list[dict[str, Any]]:
+    """What each vector actor in `namespace` holds: collection, path, whether its engine is open,
+    seconds since its last call (an actor that does not answer says so in `error`)."""
+    if not ray.is_initialized():
+        raise ServiceError("listing vector actors needs a connected Ray runtime (ray.init)")
+    out: list[dict[str, Any]] = []
+    for name in _actor_names(namespace):
+        try:
+            handle = ray.get_actor(name, namespace=namespace)
+            info: Any = ray.get(handle.describe.remote(), timeout=timeout_s)
+            out.append(dict(info))
+        except Exception as exc:  # gone or unresponsive: still listed
+            out.append({"collection": name.removeprefix(ACTOR_PREFIX), "error": repr(exc)})
+    return out
+
+
+def shutdown_vector_actors(namespace: str = "rayweave", *, timeout_s: float = 30.0) -> list[str]:
+    """Flush and close every vector actor in `namespace`, then kill it; returns their names."""
+    if not ray.is_initialized():
+        raise ServiceError("shutting down vector actors needs a connected Ray runtime (ray.init)")
+    names = _actor_names(namespace)
     for name in names:
         try:
             handle = ray.get_actor(name, namespace=namespace)

@@ -132,6 +132,10 @@ def test_ingest_serve_query_status_job_stop(cli_env: dict[str, str], tmp_path: P
     status = rayweave(cli_env, "status")
     assert status.returncode == 0
     assert "running" in status.stdout
+    # The collection just served holds its engine; `qdrant.idle_close_s` would release it.
+    assert re.search(
+        r"stores\s+\d+ of \d+ holding an engine: .*\brayweave \(open, idle \d+s\)", status.stdout
+    ), status.stdout
     # The node's address is what Ray detected (often not loopback); the port is the one we set.
     port = cli_env["RAYWEAVE_RAY__METRICS_EXPORT_PORT"]
     found = re.search(rf"http://[\w.:-]+:{port}/metrics", status.stdout)

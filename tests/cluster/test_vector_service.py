@@ -32,6 +32,7 @@ from rayweave.cluster.vector_service import (
     RemoteVectorStore,
     actor_name,
     connect_vector_store,
+    describe_vector_actors,
     shutdown_vector_actors,
 )
 from rayweave.cluster.vector_store import CollectionSpec, VectorPoint, VectorQuery
@@ -240,6 +241,28 @@ class TestSharedStore:
             connect_vector_store(
                 SETTINGS, path=tmp_path / "b", collection="bound", namespace=namespace, shared=True
             )
+
+    def test_an_idle_actor_closes_its_engine_and_reopens_it(
+        self, namespace: str, tmp_path: Path
+    ) -> None:
+        quick = SETTINGS.model_copy(update={"idle_close_s": 0.5})
+        store = connect_vector_store(
+            quick, path=tmp_path, collection="idle", namespace=namespace, shared=True
+        )
+        store.ensure_collection(CollectionSpec(name="idle", dense_dim=DIM))
+        store.upsert(make_points("idle", 20, seed=3))
+        (info,) = describe_vector_actors(namespace)
+        assert info["collection"] == "idle"
+        assert info["open"]
+        deadline = time.monotonic() + 30
+        while describe_vector_actors(namespace)[0]["open"]:
+            assert time.monotonic() < deadline, "the engine stayed open"
+            time.sleep(0.2)
+        # The next call reopens it, data intact.
+        assert store.count() == 20
+        (info,) = describe_vector_actors(namespace)
+        assert info["open"]
+        assert info["opens"] == 2
 
     def test_shutdown_closes_and_kills(self, ray_session: None, tmp_path: Path) -> None:
         ns = f"rw-test-{uuid.uuid4().hex[:8]}"

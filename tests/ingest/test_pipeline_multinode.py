@@ -3,9 +3,11 @@ session's head, stopped by process id afterwards so later tests see one node aga
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -34,34 +36,61 @@ def _wait_nodes(count: int, timeout_s: float) -> None:
         time.sleep(0.5)
 
 
-@pytest.fixture
-def three_nodes(ray_stack: Settings) -> Iterator[Settings]:
+@pytest.fixture(scope="module")
+def three_nodes(ray_stack: Settings) -> Iterator[tuple[Settings, list[Path]]]:
+    """The session head plus raylets `worker_a` and `worker_b`, with small ingest batches so that
+    the 33 documents of the sample corpus make enough batches for three actors."""
     before = _alive_nodes()
     dirs = [ray_temp_dir(ray_stack) / "nodes" / name for name in ("worker_a", "worker_b")]
+    small = ray_stack.model_copy(
+        update={"ingest": ray_stack.ingest.model_copy(update={"batch_size": 4})}
+    )
     try:
         for d in dirs:
             join_node(ray_stack, d, num_cpus=1, resources={d.name: 1.0})
         _wait_nodes(before + 2, timeout_s=60)
-        yield ray_stack
+        yield small, dirs
     finally:
         for d in dirs:
             stop_processes(d)
-        _wait_nodes(before, timeout_s=90)
+        _wait_nodes(before, timeout_s=120)
 
 
-def _fused_actor_nodes() -> dict[str, str]:
+@pytest.fixture(scope="module")
+def one_actor(three_nodes: tuple[Settings, list[Path]], graph_connection: object) -> Stored:
+    """What one fused actor stores: the clean run every other run must equal."""
+    settings, _ = three_nodes
+    one = settings.model_copy(
+        update={"ingest": settings.ingest.model_copy(update={"fused_actors": 1})}
+    )
+    collection = f"mn-{uuid.uuid4().hex[:8]}"
+    summary = run_ingest(one, [SAMPLE], collection=collection)
+    assert summary.documents_failed == 0
+    return _stored(one, collection)
+
+
+def _fused_actors(state: str | None = None) -> dict[str, str]:
+    """Fused ingest actor id -> node id, from Ray's state API."""
     from ray.util.state import list_actors
 
-    return {
-        a.actor_id: a.node_id
-        for a in list_actors(filters=[("class_name", "=", FUSED_ACTOR)], limit=10_000, detail=True)
-    }
+    filters: list[tuple[str, str, str]] = [("class_name", "=", FUSED_ACTOR)]
+    if state is not None:
+        filters.append(("state", "=", state))
+    return {a.actor_id: a.node_id for a in list_actors(filters=filters, limit=10_000, detail=True)}
 
 
-def _stored(settings: Settings, collection: str) -> tuple[list[str], list[str]]:
+@dataclass(frozen=True)
+class Stored:
+    visible: list[str]  # chunk ids of visible vector points
+    points: int  # every point, visible or not
+    graph: list[str]  # document and chunk node ids
+
+
+def _stored(settings: Settings, collection: str) -> Stored:
     writer = DocumentWriter.open(settings, collection=collection, shared=True)
     try:
-        points = writer.vectors.scroll(filter={"visible": True}, limit=10_000)[0]
+        visible = writer.vectors.scroll(filter={"visible": True}, limit=10_000)[0]
+        every = writer.vectors.scroll(limit=10_000)[0]
         assert writer.graph is not None
         rows = writer.graph.read(
             "MATCH (c) WHERE c.ns = $ns AND (c:Section OR c:Proposition OR c:Document) "
@@ -69,26 +98,71 @@ def _stored(settings: Settings, collection: str) -> tuple[list[str], list[str]]:
         )
     finally:
         writer.close()
-    return sorted(str(p.payload["chunk_id"]) for p in points), sorted(r["id"] for r in rows)
+    return Stored(
+        visible=sorted(str(p.payload["chunk_id"]) for p in visible),
+        points=len(every),
+        graph=sorted(r["id"] for r in rows),
+    )
 
 
 def test_default_ingest_uses_every_node_and_stores_what_one_actor_stores(
-    three_nodes: Settings, graph_connection: object
+    three_nodes: tuple[Settings, list[Path]], one_actor: Stored
 ) -> None:
-    # Small batches, so that the 33 documents make enough batches for three actors.
-    small = three_nodes.ingest.model_copy(update={"batch_size": 4})
-    spread = three_nodes.model_copy(update={"ingest": small})
-    known = set(_fused_actor_nodes())
+    settings, _ = three_nodes
+    known = set(_fused_actors())
     collection = f"mn-{uuid.uuid4().hex[:8]}"
-    summary = run_ingest(spread, [SAMPLE], collection=collection)
-    used = {node for actor, node in _fused_actor_nodes().items() if actor not in known}
+    summary = run_ingest(settings, [SAMPLE], collection=collection)
+    used = {node for actor, node in _fused_actors().items() if actor not in known}
     assert len(used) >= 2, used
     assert summary.documents_failed == 0
+    assert summary.chunks == len(one_actor.visible)
+    assert _stored(settings, collection) == one_actor
 
-    one = spread.model_copy(update={"ingest": small.model_copy(update={"fused_actors": 1})})
-    baseline = f"mn-{uuid.uuid4().hex[:8]}"
-    alone = run_ingest(one, [SAMPLE], collection=baseline)
-    assert (summary.documents_inserted, summary.chunks) == (alone.documents_inserted, alone.chunks)
-    vectors, graph = _stored(spread, collection)
-    assert vectors
-    assert (vectors, graph) == _stored(one, baseline)
+
+def test_a_node_killed_mid_ingest_leaves_what_a_clean_run_stores(
+    three_nodes: tuple[Settings, list[Path]], one_actor: Stored
+) -> None:
+    """SIGKILL a worker node's raylet and workers while its actor ingests: after Ray Data's
+    retries (or, if the run gives up, one re-run) the stores equal a clean run: nothing missing,
+    nothing duplicated, nothing left invisible."""
+    import ray
+
+    settings, dirs = three_nodes
+    workers = {
+        n["NodeID"]: d
+        for n in ray.nodes()
+        if n.get("Alive")
+        for d in dirs
+        if d.name in n["Resources"]
+    }
+    known = set(_fused_actors())
+    collection = f"mn-{uuid.uuid4().hex[:8]}"
+    outcome: dict[str, object] = {}
+
+    def ingest() -> None:
+        try:
+            outcome["summary"] = run_ingest(settings, [SAMPLE], collection=collection)
+        except Exception as exc:  # the run may give up; the test then re-runs once
+            outcome["error"] = exc
+
+    runner = threading.Thread(target=ingest)
+    runner.start()
+    deadline = time.monotonic() + 300
+    victims: list[Path] = []
+    while not victims:
+        assert runner.is_alive(), f"ingest ended before an actor ran on a worker node: {outcome}"
+        assert time.monotonic() < deadline, "no ingest actor was placed on a worker node"
+        alive = _fused_actors("ALIVE")
+        victims = [workers[n] for a, n in alive.items() if a not in known and n in workers]
+        time.sleep(0.2)
+    assert stop_processes(victims[0], hard=True) > 0
+    runner.join(timeout=600)
+    assert not runner.is_alive(), "ingest did not end after the node died"
+    if "error" in outcome:
+        print(f"node killed: the run gave up ({outcome['error']!r}); re-running once")
+        run_ingest(settings, [SAMPLE], collection=collection)
+    else:
+        print("node killed: Ray Data's retries finished the run")
+    stored = _stored(settings, collection)
+    assert stored.points == len(stored.visible)  # nothing half-visible
+    assert stored == one_actor
