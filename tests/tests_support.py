@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import socket
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +75,43 @@ def alive_actors() -> list[Any]:
 
     address = ray.get_runtime_context().gcs_address if ray.is_initialized() else None
     return list(list_actors(address=address, filters=[("state", "=", "ALIVE")], limit=1000))
+
+
+def alive_nodes() -> list[dict[str, Any]]:
+    import ray
+
+    return [n for n in ray.nodes() if n.get("Alive")]
+
+
+def wait_nodes(count: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while len(alive_nodes()) != count:
+        assert time.monotonic() < deadline, f"{len(alive_nodes())} alive nodes, waited for {count}"
+        time.sleep(0.5)
+
+
+@contextmanager
+def joined_nodes(settings: Settings, names: Sequence[str]) -> Iterator[dict[str, Path]]:
+    """Raylets of 1 CPU each joined to the session's head, each with a custom resource named
+    after it; yields name -> its temp dir (what `stop_processes` kills). Afterwards every one is
+    stopped by process id and the head sees its old node count again, so later tests run on one
+    node."""
+    from rayweave.cluster.runtime import join_node, ray_temp_dir, stop_processes
+
+    before = len(alive_nodes())
+    dirs = {name: ray_temp_dir(settings) / "nodes" / name for name in names}
+    try:
+        for name, d in dirs.items():
+            join_node(settings, d, num_cpus=1, resources={name: 1.0})
+        wait_nodes(before + len(dirs), timeout_s=60)
+        yield dirs
+    finally:
+        for d in dirs.values():
+            stop_processes(d)
+        wait_nodes(before, timeout_s=120)
+
+
+def node_of(name: str) -> str:
+    """The node id of the joined node `name` (by its custom resource)."""
+    (node,) = [n["NodeID"] for n in alive_nodes() if name in n["Resources"]]
+    return str(node)

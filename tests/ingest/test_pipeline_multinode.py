@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests_support import joined_nodes
 
-from rayweave.cluster.runtime import join_node, ray_temp_dir, stop_processes
+from rayweave.cluster.runtime import stop_processes
 from rayweave.cluster.settings import Settings
 from rayweave.ingest.pipeline import run_ingest
 from rayweave.ingest.writers import DocumentWriter
@@ -23,37 +24,15 @@ SAMPLE = Path(__file__).resolve().parents[2] / "ingest" / "sample_corpus"
 FUSED_ACTOR = "MapWorker(MapBatches(IngestBatches))"
 
 
-def _alive_nodes() -> int:
-    import ray
-
-    return sum(1 for n in ray.nodes() if n.get("Alive"))
-
-
-def _wait_nodes(count: int, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while _alive_nodes() != count:
-        assert time.monotonic() < deadline, f"{_alive_nodes()} alive nodes, waited for {count}"
-        time.sleep(0.5)
-
-
 @pytest.fixture(scope="module")
 def three_nodes(ray_stack: Settings) -> Iterator[tuple[Settings, list[Path]]]:
     """The session head plus raylets `worker_a` and `worker_b`, with small ingest batches so that
     the 33 documents of the sample corpus make enough batches for three actors."""
-    before = _alive_nodes()
-    dirs = [ray_temp_dir(ray_stack) / "nodes" / name for name in ("worker_a", "worker_b")]
     small = ray_stack.model_copy(
         update={"ingest": ray_stack.ingest.model_copy(update={"batch_size": 4})}
     )
-    try:
-        for d in dirs:
-            join_node(ray_stack, d, num_cpus=1, resources={d.name: 1.0})
-        _wait_nodes(before + 2, timeout_s=60)
-        yield small, dirs
-    finally:
-        for d in dirs:
-            stop_processes(d)
-        _wait_nodes(before, timeout_s=120)
+    with joined_nodes(ray_stack, ("worker_a", "worker_b")) as dirs:
+        yield small, list(dirs.values())
 
 
 @pytest.fixture(scope="module")
@@ -71,12 +50,15 @@ def one_actor(three_nodes: tuple[Settings, list[Path]], graph_connection: object
 
 def _fused_actors(state: str | None = None) -> dict[str, str]:
     """Fused ingest actor id -> node id, from Ray's state API."""
+    import ray
     from ray.util.state import list_actors
 
     filters: list[tuple[str, str, str]] = [("class_name", "=", FUSED_ACTOR)]
     if state is not None:
         filters.append(("state", "=", state))
-    return {a.actor_id: a.node_id for a in list_actors(filters=filters, limit=10_000, detail=True)}
+    address = ray.get_runtime_context().gcs_address  # 'auto' refuses when another Ray runs
+    actors = list_actors(address=address, filters=filters, limit=10_000, detail=True)
+    return {a.actor_id: a.node_id for a in actors}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,99 @@
+"""A bounded closed-loop HTTP load over the Serve app, and what the fault tests read from it."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from dataclasses import dataclass
+
+import httpx
+from tests_support import alive_actors
+
+QUERIES = (
+    "What is a lease in Ferry?",
+    "How do I retry a failed task?",
+    "dead-letter queue",
+    "How are workers scheduled?",
+    "What does error E1042 mean?",
+)
+CLIENTS = 4
+
+
+@dataclass
+class Outcome:
+    status: int
+    seconds: float
+    degraded: list[str]
+    results: int
+    at: float  # seconds since the load started, when the response came back
+
+    @property
+    def failed(self) -> bool:
+        return self.status != 200 or "vector" in self.degraded or self.results == 0
+
+
+def drive(url: str, requests: int, profile: str) -> list[Outcome]:
+    """`requests` searches shared by CLIENTS concurrent clients."""
+
+    async def run() -> list[Outcome]:
+        outcomes: list[Outcome] = []
+        cursor = iter(range(requests))
+        started = time.perf_counter()
+
+        async def client(http: httpx.AsyncClient) -> None:
+            for i in cursor:
+                body = {"query": QUERIES[i % len(QUERIES)], "profile": profile, "top_k": 5}
+                t0 = time.perf_counter()
+                try:
+                    resp = await http.post(f"{url}/v1/search", json=body)
+                    data = resp.json() if resp.status_code == 200 else {}
+                    status = resp.status_code
+                except httpx.HTTPError:
+                    data, status = {}, 0
+                t1 = time.perf_counter()
+                outcomes.append(
+                    Outcome(
+                        status=status,
+                        seconds=t1 - t0,
+                        degraded=list(data.get("degraded", [])),
+                        results=len(data.get("results", [])),
+                        at=t1 - started,
+                    )
+                )
+
+        async with httpx.AsyncClient(timeout=60) as http:
+            await asyncio.gather(*(client(http) for _ in range(CLIENTS)))
+        return outcomes
+
+    return asyncio.run(run())
+
+
+def p99(values: list[float]) -> float:
+    return statistics.quantiles(values, n=100)[98] if len(values) > 1 else values[0]
+
+
+def vector_replicas(app_name: str) -> list[tuple[str, str]]:
+    alive = alive_actors()
+    return [
+        (a.name, a.ray_namespace)
+        for a in alive
+        if a.class_name == f"ServeReplica:{app_name}:VectorRetriever"
+    ]
+
+
+def wait_healthy(app_name: str, replicas: int, timeout_s: float = 300) -> float:
+    from ray import serve
+    from ray.serve.schema import ApplicationStatus
+
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        app = serve.status().applications.get(app_name)
+        if (
+            app is not None
+            and app.status == ApplicationStatus.RUNNING
+            and len(vector_replicas(app_name)) == replicas
+        ):
+            return time.monotonic() - started
+        time.sleep(1.0)
+    raise AssertionError(f"{app_name} did not recover {replicas} VectorRetriever replicas")

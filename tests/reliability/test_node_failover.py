@@ -1,0 +1,123 @@
+"""Serving when a node dies: two raylets join the session's head, the composed app places one of
+its two VectorRetriever replicas off the head (`max_replicas_per_node: 1`, everything else pinned
+to the head), and the node holding a replica is SIGKILLed under a bounded load on 127.0.0.1.
+
+Under 1% of requests may fail; afterwards the app is whole again without a restart, with the
+replacement replica on a live node, and answers every request.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from tests_support import SAMPLE_CORPUS, alive_actors, alive_nodes, joined_nodes
+
+from rayweave.cluster.runtime import stop_processes
+from rayweave.cluster.settings import Settings
+
+from .figures import record
+from .serve_load import Outcome, drive, p99, wait_healthy
+
+pytestmark = [
+    pytest.mark.reliability,
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.timeout(1800),
+]
+
+HEAD = {"node:__internal_head__": 0.001}
+
+
+@pytest.fixture(scope="module")
+def spread_app(
+    ray_stack: Settings, graph_connection: object, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Settings, dict[str, Path]]]:
+    from rayweave.ingest.pipeline import run_ingest
+    from rayweave.serve.app import DEFAULT_SERVE_CONFIG, deploy, shutdown
+
+    config = yaml.safe_load(DEFAULT_SERVE_CONFIG.read_text())
+    # All nodes share this machine's HTTP port: one proxy, on the head.
+    config["proxy_location"] = "HeadOnly"
+    for deployment in config["applications"][0]["deployments"]:
+        if deployment["name"] == "VectorRetriever":
+            deployment.pop("autoscaling_config", None)
+            deployment["num_replicas"] = 2
+            deployment["max_replicas_per_node"] = 1
+        else:
+            options = deployment.setdefault("ray_actor_options", {})
+            options["resources"] = {**options.get("resources", {}), **HEAD}
+    path = tmp_path_factory.mktemp("failover") / "serve.yaml"
+    path.write_text(yaml.safe_dump(config))
+    base = ray_stack.model_dump()
+    settings = Settings(
+        **{
+            **base,
+            "qdrant": {**base["qdrant"], "collection": "sample"},
+            "serve": {**base["serve"], "layout": "composed", "serve_config": path},
+        }
+    )
+    run_ingest(settings, [SAMPLE_CORPUS], collection="sample")
+    with joined_nodes(ray_stack, ("serve_a", "serve_b")) as dirs:
+        shutdown(settings)  # another module's app holds the same name and route
+        url = deploy(settings)
+        try:
+            yield url, settings, dirs
+        finally:
+            shutdown(settings)
+
+
+def replica_nodes(app_name: str) -> dict[str, str]:
+    """VectorRetriever replica actor name -> node id."""
+    return {
+        a.name: a.node_id
+        for a in alive_actors()
+        if a.class_name == f"ServeReplica:{app_name}:VectorRetriever"
+    }
+
+
+def test_a_node_with_a_replica_dies_under_load(
+    spread_app: tuple[str, Settings, dict[str, Path]],
+) -> None:
+    url, settings, dirs = spread_app
+    app = settings.serve.app_name
+    warm = drive(url, 16, "hybrid")
+    assert [o for o in warm if o.failed] == []
+    node_names = {
+        n["NodeID"]: name for n in alive_nodes() for name in dirs if name in n["Resources"]
+    }
+    placed = replica_nodes(app)
+    assert len(placed) == 2
+    off_head = [node_names[node] for node in placed.values() if node in node_names]
+    assert off_head, f"no replica left the head: {placed}"
+    victim = off_head[0]
+
+    results: list[Outcome] = []
+    load = threading.Thread(target=lambda: results.extend(drive(url, 300, "hybrid")))
+    load.start()
+    time.sleep(5.0)
+    assert stop_processes(dirs[victim], hard=True) > 0
+    killed_at = time.perf_counter()
+    load.join()
+    failed = [o for o in results if o.failed]
+    recovery_s = wait_healthy(app, 2)
+    live = {n["NodeID"] for n in alive_nodes()}
+    assert set(replica_nodes(app).values()) <= live
+
+    after = drive(url, 100, "hybrid")
+    assert [o for o in after if o.failed] == []
+    assert len(results) == 300
+    assert len(failed) / len(results) < 0.01, [(o.status, o.degraded) for o in failed]
+    record(
+        test="node_kill",
+        requests=len(results),
+        failed=len(failed),
+        p99_ms=round(1000 * p99([o.seconds for o in results]), 1),
+        recovery_s=round(recovery_s + time.perf_counter() - killed_at, 1),
+        requests_after_recovery=len(after),
+        failed_after_recovery=0,
+    )
