@@ -357,16 +357,17 @@ def bench_ingest(
     from rayweave.ingest.bench import run_ingest_bench
 
     settings = _run(lambda: _settings(config))
-    _run(
-        lambda: run_ingest_bench(
-            settings,
-            data_dir=data,
-            limit=limit,
-            console=out,
-            datasets=dataset or ("hotpotqa-dev",),
-            json_path=as_json,
+    with ray_output_to_log(settings):
+        _run(
+            lambda: run_ingest_bench(
+                settings,
+                data_dir=data,
+                limit=limit,
+                console=out,
+                datasets=dataset or ("hotpotqa-dev",),
+                json_path=as_json,
+            )
         )
-    )
 
 
 @bench_app.command("serve")
@@ -409,20 +410,21 @@ def bench_serve(
     from rayweave.serve.bench import DEFAULT_CONCURRENCY, DEFAULT_PROFILES, run_serve_bench
 
     settings = _run(lambda: _settings(config, collection))
-    _run(
-        lambda: run_serve_bench(
-            settings,
-            data_dir=data,
-            queries=queries,
-            requests=requests,
-            concurrency=concurrency or DEFAULT_CONCURRENCY,
-            profiles=profile or DEFAULT_PROFILES,
-            url=url,
-            anchor=anchor,
-            json_path=as_json,
-            console=out,
+    with ray_output_to_log(settings):
+        _run(
+            lambda: run_serve_bench(
+                settings,
+                data_dir=data,
+                queries=queries,
+                requests=requests,
+                concurrency=concurrency or DEFAULT_CONCURRENCY,
+                profiles=profile or DEFAULT_PROFILES,
+                url=url,
+                anchor=anchor,
+                json_path=as_json,
+                console=out,
+            )
         )
-    )
 
 
 @bench_app.command("graph")
@@ -489,18 +491,19 @@ def evaluate(
     from rayweave.serve.evaluate import run_eval
 
     settings = _run(lambda: _settings(config))
-    _run(
-        lambda: run_eval(
-            settings,
-            dataset,
-            profiles=profile or [],
-            ablation=ablation,
-            max_queries=max_queries,
-            fresh=fresh,
-            report_path=report,
-            console=out,
+    with ray_output_to_log(settings):
+        _run(
+            lambda: run_eval(
+                settings,
+                dataset,
+                profiles=profile or [],
+                ablation=ablation,
+                max_queries=max_queries,
+                fresh=fresh,
+                report_path=report,
+                console=out,
+            )
         )
-    )
 
 
 @graph_app.command("prune")
