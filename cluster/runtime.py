@@ -145,21 +145,7 @@ def start_head(settings: Settings) -> HeadInfo:
     # so that `ray job submit -- python -m rayweave...` runs with rayweave installed.
     bin_dir = str(Path(sys.executable).parent)
     path = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
-    log = temp_dir / "start.log"
-    with log.open("w") as out:
-        proc = subprocess.run(
-            cmd,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **_ray_env(settings), "PATH": path},
-            timeout=ray_cfg.start_timeout_s,
-            check=False,
-        )
-    if proc.returncode != 0:
-        tail = log.read_text(errors="replace")[-2000:]
-        raise ServiceError(
-            f"`ray start --head` failed (exit {proc.returncode}); see {log}:\n{tail}"
-        )
+    _ray_start(settings, cmd, temp_dir / "start.log", what="ray start --head", path=path)
     deadline = time.monotonic() + ray_cfg.start_timeout_s
     while not head_running(settings):
         if time.monotonic() > deadline:
@@ -250,6 +236,27 @@ def _processes() -> Iterator[tuple[int, str, int]]:
         yield int(entry.name), cmdline, ppid
 
 
+def _ray_start(
+    settings: Settings, cmd: list[str], log: Path, *, what: str, path: str | None = None
+) -> None:
+    """Run a `ray start` command line with Ray's environment, its output to `log`."""
+    env = {**os.environ, **_ray_env(settings)}
+    if path is not None:
+        env["PATH"] = path
+    with log.open("w") as out:
+        proc = subprocess.run(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            timeout=settings.ray.start_timeout_s,
+            check=False,
+        )
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace")[-2000:]
+        raise ServiceError(f"`{what}` failed (exit {proc.returncode}); see {log}:\n{tail}")
+
+
 def join_node(
     settings: Settings,
     temp_dir: Path,
@@ -276,21 +283,7 @@ def join_node(
     ]
     if resources:
         cmd.append(f"--resources={json.dumps(dict(resources))}")
-    log = temp_dir / "start.log"
-    with log.open("w") as out:
-        proc = subprocess.run(
-            cmd,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **_ray_env(settings)},
-            timeout=settings.ray.start_timeout_s,
-            check=False,
-        )
-    if proc.returncode != 0:
-        tail = log.read_text(errors="replace")[-2000:]
-        raise ServiceError(
-            f"`ray start --address` failed (exit {proc.returncode}); see {log}:\n{tail}"
-        )
+    _ray_start(settings, cmd, temp_dir / "start.log", what="ray start --address")
 
 
 def stop_head(settings: Settings, *, grace_s: float = 10.0) -> int:

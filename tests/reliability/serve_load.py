@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
@@ -82,18 +84,61 @@ def vector_replicas(app_name: str) -> list[tuple[str, str]]:
     ]
 
 
-def wait_healthy(app_name: str, replicas: int, timeout_s: float = 300) -> float:
+def healthy(app_name: str, replicas: int) -> bool:
+    """The app runs with `replicas` VectorRetriever replicas alive."""
     from ray import serve
     from ray.serve.schema import ApplicationStatus
 
-    started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
-        app = serve.status().applications.get(app_name)
-        if (
-            app is not None
-            and app.status == ApplicationStatus.RUNNING
-            and len(vector_replicas(app_name)) == replicas
-        ):
-            return time.monotonic() - started
+    app = serve.status().applications.get(app_name)
+    return (
+        app is not None
+        and app.status == ApplicationStatus.RUNNING
+        and len(vector_replicas(app_name)) == replicas
+    )
+
+
+@dataclass
+class KillRun:
+    """A bounded load during which something was killed, and the load after recovery."""
+
+    during: list[Outcome]
+    after: list[Outcome]
+    recovery_s: float  # from the kill until the app was whole again
+
+    @property
+    def failed(self) -> list[Outcome]:
+        return [o for o in self.during if o.failed]
+
+    def figures(self) -> dict[str, object]:
+        return {
+            "requests": len(self.during),
+            "failed": len(self.failed),
+            "p99_ms": round(1000 * p99([o.seconds for o in self.during]), 1),
+            "recovery_s": round(self.recovery_s, 1),
+            "requests_after_recovery": len(self.after),
+            "failed_after_recovery": sum(o.failed for o in self.after),
+        }
+
+
+def kill_under_load(
+    url: str,
+    kill: Callable[[], None],
+    recovered: Callable[[], bool],
+    *,
+    requests: int = 300,
+    timeout_s: float = 300,
+) -> KillRun:
+    """`requests` hybrid searches; `kill()` five seconds in; then wait until `recovered()` and
+    send 100 more."""
+    during: list[Outcome] = []
+    load = threading.Thread(target=lambda: during.extend(drive(url, requests, "hybrid")))
+    load.start()
+    time.sleep(5.0)
+    kill()
+    killed_at = time.perf_counter()
+    load.join()
+    while not recovered():
+        assert time.perf_counter() - killed_at < timeout_s, "the app did not recover"
         time.sleep(1.0)
-    raise AssertionError(f"{app_name} did not recover {replicas} VectorRetriever replicas")
+    recovery_s = time.perf_counter() - killed_at
+    return KillRun(during=during, after=drive(url, 100, "hybrid"), recovery_s=recovery_s)

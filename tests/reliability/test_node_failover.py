@@ -8,8 +8,6 @@ replacement replica on a live node, and answers every request.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +19,7 @@ from rayweave.cluster.runtime import stop_processes
 from rayweave.cluster.settings import Settings
 
 from .figures import record
-from .serve_load import Outcome, drive, p99, wait_healthy
+from .serve_load import drive, healthy, kill_under_load
 
 pytestmark = [
     pytest.mark.reliability,
@@ -96,28 +94,17 @@ def test_a_node_with_a_replica_dies_under_load(
     assert off_head, f"no replica left the head: {placed}"
     victim = off_head[0]
 
-    results: list[Outcome] = []
-    load = threading.Thread(target=lambda: results.extend(drive(url, 300, "hybrid")))
-    load.start()
-    time.sleep(5.0)
-    assert stop_processes(dirs[victim], hard=True) > 0
-    killed_at = time.perf_counter()
-    load.join()
-    failed = [o for o in results if o.failed]
-    recovery_s = wait_healthy(app, 2)
-    live = {n["NodeID"] for n in alive_nodes()}
-    assert set(replica_nodes(app).values()) <= live
+    dead = next(node for node, name in node_names.items() if name == victim)
 
-    after = drive(url, 100, "hybrid")
-    assert [o for o in after if o.failed] == []
-    assert len(results) == 300
-    assert len(failed) / len(results) < 0.01, [(o.status, o.degraded) for o in failed]
-    record(
-        test="node_kill",
-        requests=len(results),
-        failed=len(failed),
-        p99_ms=round(1000 * p99([o.seconds for o in results]), 1),
-        recovery_s=round(recovery_s + time.perf_counter() - killed_at, 1),
-        requests_after_recovery=len(after),
-        failed_after_recovery=0,
-    )
+    def recovered() -> bool:
+        """The cluster knows the node is gone and both replicas run on live nodes."""
+        live = {n["NodeID"] for n in alive_nodes()}
+        nodes = replica_nodes(app)
+        return dead not in live and len(nodes) == 2 and set(nodes.values()) <= live
+
+    run = kill_under_load(url, lambda: stop_processes(dirs[victim], hard=True), recovered)
+    assert healthy(app, 2)
+    assert len(run.during) == 300
+    assert [o for o in run.after if o.failed] == []
+    assert len(run.failed) / len(run.during) < 0.01, [(o.status, o.degraded) for o in run.failed]
+    record(test="node_kill", **run.figures())

@@ -14,7 +14,6 @@ empty answer is a failure to the user even if it is well-formed).
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -25,7 +24,7 @@ from tests_support import SAMPLE_CORPUS
 from rayweave.cluster.settings import Settings
 
 from .figures import record
-from .serve_load import Outcome, drive, p99, vector_replicas, wait_healthy
+from .serve_load import drive, healthy, kill_under_load, p99, vector_replicas
 
 pytestmark = [pytest.mark.reliability, pytest.mark.integration, pytest.mark.timeout(1800)]
 
@@ -123,30 +122,15 @@ def test_killing_a_vector_replica_under_load(fault_app: tuple[str, Settings]) ->
     drive(url, 8, "hybrid")  # warm every replica's models
     assert len(vector_replicas(app)) == 2
 
-    results: list[Outcome] = []
-    load = threading.Thread(target=lambda: results.extend(drive(url, 300, "hybrid")))
-    load.start()
-    time.sleep(5.0)
-    name, namespace = vector_replicas(app)[0]
-    ray.kill(ray.get_actor(name, namespace=namespace), no_restart=True)
-    killed_at = time.perf_counter()
-    load.join()
-    failed = [o for o in results if o.failed]
-    recovery_s = wait_healthy(app, 2)
+    def kill() -> None:
+        name, namespace = vector_replicas(app)[0]
+        ray.kill(ray.get_actor(name, namespace=namespace), no_restart=True)
 
-    after = drive(url, 100, "hybrid")
-    assert [o for o in after if o.failed] == []
-    assert len(results) == 300
-    assert len(failed) / len(results) < 0.01, [(o.status, o.degraded) for o in failed]
-    record(
-        test="replica_kill",
-        requests=len(results),
-        failed=len(failed),
-        p99_ms=round(1000 * p99([o.seconds for o in results]), 1),
-        recovery_s=round(recovery_s + time.perf_counter() - killed_at, 1),
-        requests_after_recovery=len(after),
-        failed_after_recovery=0,
-    )
+    run = kill_under_load(url, kill, lambda: healthy(app, 2))
+    assert len(run.during) == 300
+    assert [o for o in run.after if o.failed] == []
+    assert len(run.failed) / len(run.during) < 0.01, [(o.status, o.degraded) for o in run.failed]
+    record(test="replica_kill", **run.figures())
 
 
 def test_graph_server_stopped_queries_still_walk_the_projection(
