@@ -9,6 +9,7 @@ groups, validated by `AppArgs` and then by `Settings`.
 # No `from __future__ import annotations` here: Ray Serve converts `args` into the builder's
 # pydantic annotation only when the annotation is a real class, not a string.
 
+import hashlib
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -30,6 +31,12 @@ class AppArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     config_file: Path | None = Field(default=None, description="rayweave.toml on the cluster.")
+    code_version: str | None = Field(
+        default=None,
+        description="Fingerprint of the deploying rayweave's code: Serve redeploys an app only "
+        "when its config changes, so a changed fingerprint is what replaces replicas running "
+        "older code. Not a setting.",
+    )
     home: Path | None = None
     log_level: str | None = None
     ray: dict[str, Any] = Field(default_factory=dict)
@@ -42,7 +49,7 @@ class AppArgs(BaseModel):
     def settings(self) -> Settings:
         groups = {
             k: v
-            for k, v in self.model_dump(exclude={"config_file"}).items()
+            for k, v in self.model_dump(exclude={"config_file", "code_version"}).items()
             if v is not None and v != {}
         }
         return load_settings(self.config_file, **groups)
@@ -154,6 +161,7 @@ def serve_config(settings: Settings) -> dict[str, Any]:
     layout = resolve_layout(settings, config=config)
     args = settings_to_args(settings)
     args["serve"]["layout"] = layout
+    args["code_version"] = code_version()
     for application in config["applications"]:
         application["args"] = {**application.get("args", {}), **args}
         application["name"] = settings.serve.app_name
@@ -187,6 +195,24 @@ def _size_fused(deployments: list[dict[str, Any]], settings: Settings) -> None:
     for entry in deployments:
         if entry["name"] == "Ingress" and not {"num_replicas", "autoscaling_config"} & set(entry):
             entry["num_replicas"] = fused_replicas(settings)
+
+
+PACKAGES = ("cluster", "ingest", "serve", "graph", "models")
+
+
+def code_version(root: Path | None = None) -> str:
+    """A digest of the names, sizes and modification times of rayweave's Python files and the
+    packaged Serve config: it changes with an upgrade or an edit, not between two deploys of the
+    same code (a stat per file, no reads)."""
+    base = root or Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for package in PACKAGES:
+        for path in sorted((base / package).rglob("*.py")) + sorted(
+            (base / package).glob("*.yaml")
+        ):
+            st = path.stat()
+            digest.update(f"{path.relative_to(base)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
 
 
 def deploy(settings: Settings, *, console: Console | None = None, timeout_s: float = 600.0) -> str:

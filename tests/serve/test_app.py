@@ -54,6 +54,32 @@ def test_serve_config_keeps_the_deployments_of_the_chosen_layout_and_tells_the_b
         assert AppArgs.model_validate(app["args"]).settings().serve.layout == layout
 
 
+def test_a_code_change_changes_the_deployed_args(tmp_path: Path) -> None:
+    """Serve replaces replicas only when an app's config changes: the code fingerprint in the
+    args is what makes `rayweave serve` after an upgrade deploy the new code."""
+    import os
+
+    from rayweave.serve.app import AppArgs, code_version, serve_config
+
+    (tmp_path / "serve").mkdir()
+    module = tmp_path / "serve" / "search.py"
+    module.write_text("x = 1\n")
+    (tmp_path / "cluster").mkdir()
+    (tmp_path / "cluster" / "settings.py").write_text("y = 2\n")
+    before = code_version(tmp_path)
+    assert code_version(tmp_path) == before  # stable between deploys of the same code
+    module.write_text("x = 10\n")
+    assert code_version(tmp_path) != before
+    edited = code_version(tmp_path)
+    stat = module.stat()
+    os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert code_version(tmp_path) != edited  # same size, newer file
+    args = serve_config(_with_layout("fused"))["applications"][0]["args"]
+    assert args["code_version"] == code_version()
+    # The builder accepts it and keeps it out of the settings.
+    assert AppArgs.model_validate(args).settings().serve.layout == "fused"
+
+
 def test_fused_ingress_is_sized_to_the_cluster_unless_the_config_sizes_it(tmp_path: Path) -> None:
     from rayweave.serve.app import DEFAULT_SERVE_CONFIG, fused_replicas, serve_config
 
