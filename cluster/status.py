@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 from rayweave.cluster.settings import Settings
 
+NO_RUNTIME = "none (no Ray runtime)"
+
 
 @dataclass(slots=True, kw_only=True)
 class StatusReport:
@@ -13,7 +15,7 @@ class StatusReport:
     graph: str
     serve: str
     vectors: str
-    stores: str = "none (no Ray runtime)"
+    stores: str = NO_RUNTIME
     metrics: str = "not running"
     logs: str = ""
     job_env: dict[str, str] = field(default_factory=dict)
@@ -59,7 +61,7 @@ def collect_status(settings: Settings) -> StatusReport:
         graph_line = GraphServer.from_settings(settings).status().describe()
 
     serve_line = metrics_line = "not running"
-    stores_line = "none (no Ray runtime)"
+    stores_line = NO_RUNTIME
     if head_running(settings) or settings.ray.address is not None:
         serve_line = _serve_status(settings)
         metrics_line = _metrics_status()
