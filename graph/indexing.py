@@ -1,24 +1,25 @@
 """Writing chunks into the graph: per batch during ingest, and once over the corpus after it.
 
-`index_batch` is what an ingest writer calls for each batch of chunks: documents, chunk nodes
-and structure, then the builders' entities and edges, linking to entities earlier batches
-stored (their aliases are the gazetteer). Corpus-level evidence cannot be complete batch by
-batch: a title ingested later is not in an earlier batch's gazetteer, and co-occurrence
-statistics need every unit, so batches write none. `rebuild_corpus_edges` closes that gap after
-ingest: it rebuilds from every stored chunk and merges the result (edges only ever strengthen;
-co-occurrence RELATED_TO and topics, being corpus statistics, are replaced).
+`index_batch` is what an ingest writer calls for each batch: documents and chunk nodes with
+their structure, and each chunk's extractor entities kept on the chunk. Nothing entity-level is
+written per batch, because none of it is a fact about one batch: which names are entities, how
+plurals and short code names merge, which names are too generic to link, co-occurrence and
+topics all depend on the whole corpus. `rebuild_corpus_edges` builds that layer from the stored
+chunks alone and replaces the previous one, so the graph after any sequence of ingests and
+deletes equals a single ingest of the documents that remain, whatever the batch size or order.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from rayweave.cluster.types import Chunk, Document, Entity
-from rayweave.graph.builders import Extraction, build_graph
-from rayweave.graph.schema import EdgeRow, EdgeSource, GraphBatch, RelType
+from rayweave.graph.builders import build_graph
+from rayweave.graph.schema import CORPUS_SOURCES
 from rayweave.graph.store import GraphStore, WriteReport
 from rayweave.graph.synonyms import synonym_edges
 
@@ -27,7 +28,6 @@ from rayweave.graph.synonyms import synonym_edges
 class IndexReport:
     documents: int
     chunks: int
-    graph: WriteReport
 
 
 def index_batch(
@@ -36,63 +36,37 @@ def index_batch(
     *,
     documents: Sequence[Document] = (),
     mentions: Mapping[str, Sequence[Entity]] | None = None,
-    extractions: Mapping[str, Extraction] | None = None,
-    gazetteer: Mapping[str, Sequence[str]] | None = None,
 ) -> IndexReport:
-    """Write one ingest batch. `gazetteer` defaults to `store.gazetteer()` (pass a cached one to
-    save that read on large namespaces). Co-occurrence RELATED_TO edges are left to
-    `rebuild_corpus_edges`, which replaces them anyway."""
+    """Write one ingest batch's documents and chunks (`mentions`: an extractor's entities per
+    chunk id, kept for the corpus pass)."""
     docs = store.write_documents(documents) if documents else 0
-    written = store.write_chunks(chunks) if chunks else 0
-    known = store.gazetteer() if gazetteer is None else gazetteer
-    batch = build_graph(
-        chunks,
-        mentions,
-        documents=documents,
-        known=known,
-        extractions=extractions,
-        settings=store.settings,
-        cooccurrence=False,
-    )
-    return IndexReport(documents=docs, chunks=written, graph=store.write_batch(batch))
+    written = store.write_chunks(chunks, mentions) if chunks else 0
+    return IndexReport(documents=docs, chunks=written)
 
 
 def rebuild_corpus_edges(store: GraphStore) -> WriteReport:
-    """Re-run the rule-based builders over every stored chunk of the namespace (see module
-    docstring). Extractor and LLM edges already stored stay; their entities join the gazetteer."""
-    chunks = store.chunks()
-    batch = build_graph(chunks, known=store.gazetteer(), settings=store.settings)
-    related: list[EdgeRow] = []
-    others: list[EdgeRow] = []
-    for e in batch.edges:  # one pass: corpus-wide batches hold 10^5 edges
-        is_cooc = e.rel is RelType.RELATED_TO and e.source is EdgeSource.COOCCURRENCE
-        (related if is_cooc else others).append(e)
-    rest = GraphBatch(entities=batch.entities, topics=batch.topics, edges=tuple(others))
-    report = store.write_batch(rest)
-    # Topics are corpus statistics too: clusters this pass did not find again (their members
-    # changed with the documents) go, with their edges.
+    """Build entities, topics and every rule-made edge from all stored chunks and replace the
+    previous ones (see module docstring). Readers see the old layer, then old and new together,
+    never neither: new rows are written first, what they do not repeat is deleted after."""
+    batch = build_graph(store.chunks(), store.mentions(), settings=store.settings)
+    run = uuid.uuid4().hex
+    entities = store.write_entities(batch.entities, mode="replace")
+    topics = store.write_topics(batch.topics)
+    edges = store.write_edges(batch.edges, mode="replace", run=run)
     store.write(
         "MATCH (t:Topic {ns: $ns}) WHERE NOT t.key IN $keep DETACH DELETE t",
         {"keep": [store.key(t.id) for t in batch.topics]},
         op="rebuild_corpus_edges",
     )
-    # Replaced even when nothing co-occurs any more: deleted documents take their statistics along.
-    store.write(
-        """
-        MATCH (a:Entity {ns: $ns})-[r:RELATED_TO]->(:Entity)
-        WHERE r.source = $source
-        DELETE r
-        """,
-        {"source": EdgeSource.COOCCURRENCE.value},
-        op="rebuild_corpus_edges",
-    )
-    linked = store.write_edges(tuple(related), mode="replace") if related else 0
-    store.touch()  # also when nothing co-occurs any more: the deletes above changed the graph
+    store.delete_stale(run, CORPUS_SOURCES)
+    # Entities nothing introduces any more (a plural now merged into its singular, a deleted
+    # document's names) go; a zero threshold drops no edge.
+    store.prune(0.0)
+    store.refresh_entity_stats()  # mentions that went changed document frequencies
+    store.touch()
+    distinct = len({(e.rel, e.src, e.dst) for e in batch.edges})
     return WriteReport(
-        entities=report.entities,
-        topics=report.topics,
-        edges=report.edges + linked,
-        skipped_edges=report.skipped_edges,
+        entities=entities, topics=topics, edges=edges, skipped_edges=distinct - edges
     )
 
 

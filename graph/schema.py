@@ -95,6 +95,23 @@ INFERRED_SOURCES: frozenset[EdgeSource] = frozenset(
     }
 )
 
+# The rules `graph.builders.build_graph` applies to stored chunks: the corpus pass owns these
+# edges and replaces them all (LLM, synonymy, conversation and user edges have other writers).
+CORPUS_SOURCES: frozenset[EdgeSource] = frozenset(
+    {
+        EdgeSource.TITLE,
+        EdgeSource.HEADING,
+        EdgeSource.DEFINITION,
+        EdgeSource.EXTRACTOR,
+        EdgeSource.GAZETTEER,
+        EdgeSource.COOCCURRENCE,
+        EdgeSource.KEYWORDS,
+        EdgeSource.CODE,
+        EdgeSource.ERROR,
+        EdgeSource.LINK,
+    }
+)
+
 CHUNK_LABELS: tuple[NodeLabel, ...] = (NodeLabel.DOCUMENT, NodeLabel.SECTION, NodeLabel.PROPOSITION)
 _LEVEL_LABEL = {
     Level.DOCUMENT: NodeLabel.DOCUMENT,

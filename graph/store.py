@@ -14,6 +14,7 @@ document with `delete_document` first.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 import uuid
 from collections import defaultdict
@@ -34,7 +35,7 @@ from neo4j.exceptions import (
 from rayweave.cluster.errors import GraphStoreError, InputError, NotFoundError
 from rayweave.cluster.services import GraphConnection, resolve_graph_connection
 from rayweave.cluster.settings import GraphSettings, Settings
-from rayweave.cluster.types import Chunk, Document, Level
+from rayweave.cluster.types import Chunk, Document, Entity, Level
 from rayweave.graph.names import name_ngrams, normalize_name, unique, variants
 from rayweave.graph.schema import (
     CHUNK_LABELS,
@@ -339,12 +340,17 @@ class GraphStore:
             op="write_documents",
         )
 
-    def write_chunks(self, chunks: Sequence[Chunk]) -> int:
+    def write_chunks(
+        self, chunks: Sequence[Chunk], mentions: Mapping[str, Sequence[Entity]] | None = None
+    ) -> int:
         """Chunk nodes plus CHUNK_OF, HAS_CHILD (both directions' fields) and NEXT edges.
 
         A `Level.DOCUMENT` chunk is stored on its Document node. Structure edges are written
         whenever both ends exist, from whichever end arrives second, so batch order is free.
+        `mentions` (an extractor's entities per chunk id) are kept on the chunk, so that the
+        corpus pass can rebuild the entity layer from stored chunks alone.
         """
+        mentions = mentions or {}
         by_label: dict[NodeLabel, list[dict[str, Any]]] = defaultdict(list)
         child_rows: list[dict[str, str]] = []
         next_rows: list[dict[str, str]] = []
@@ -374,6 +380,7 @@ class GraphStore:
                     "defined_symbols": list(c.defined_symbols),
                     "references": list(c.references),
                     "dependencies": list(c.dependencies),
+                    "mentions": _encode_mentions(mentions.get(c.id, ())),
                 },
                 "title": c.title or None,
             }
@@ -395,6 +402,7 @@ class GraphStore:
                 SET d.ns = $ns, d.id = r.doc_id, d.chunk_id = r.props.id, d.ckey = r.key,
                     d.text = r.props.text, d.level = 'document', d.section_path = r.props.section_path,
                     d.keywords = r.props.keywords, d.token_count = r.props.token_count,
+                    d.mentions = r.props.mentions,
                     d.title = coalesce(r.title, d.title), d.source = coalesce(d.source, r.props.source),
                     d.content_type = coalesce(d.content_type, r.props.content_type)
                 RETURN count(d) AS n
@@ -429,7 +437,12 @@ class GraphStore:
 
     # -- entities, topics, edges ---------------------------------------------------------------
 
-    def write_entities(self, entities: Sequence[EntityRow]) -> int:
+    def write_entities(self, entities: Sequence[EntityRow], *, mode: WriteMode = "max") -> int:
+        """MERGE entities and their Alias nodes. `mode="max"` only adds (aliases are unioned, a
+        specific kind replaces 'concept'); `"replace"` sets name, kind and aliases to these rows
+        (the corpus pass, whose rows are the whole truth; `delete_stale` then drops the alias
+        links they no longer list)."""
+        _check_mode(mode)
         rows = []
         alias_rows: list[dict[str, str]] = []
         for e in entities:
@@ -453,11 +466,15 @@ class GraphStore:
             MERGE (e:Entity {key: r.key})
             ON CREATE SET e.ns = $ns, e.id = r.id, e.name = r.name, e.kind = r.kind, e.df = 0,
                           e.aliases = []
-            SET e.kind = CASE WHEN e.kind = 'concept' THEN r.kind ELSE e.kind END,
-                e.description = coalesce(e.description, r.description),
-                e.aliases = e.aliases + [a IN r.aliases WHERE NOT a IN e.aliases]
-            RETURN count(e) AS n
-            """,
+            SET e.description = coalesce(e.description, r.description)
+            """
+            + (
+                "SET e.name = r.name, e.kind = r.kind, e.aliases = r.aliases"
+                if mode == "replace"
+                else """SET e.kind = CASE WHEN e.kind = 'concept' THEN r.kind ELSE e.kind END,
+                e.aliases = e.aliases + [a IN r.aliases WHERE NOT a IN e.aliases]"""
+            )
+            + " RETURN count(e) AS n",
             rows,
             op="write_entities",
         )
@@ -493,14 +510,16 @@ class GraphStore:
             op="write_topics",
         )
 
-    def write_edges(self, edges: Sequence[EdgeRow], *, mode: WriteMode = "max") -> int:
+    def write_edges(
+        self, edges: Sequence[EdgeRow], *, mode: WriteMode = "max", run: str | None = None
+    ) -> int:
         """MERGE edges; both ends must exist (rows whose ends are missing are not written).
 
         `mode="max"` keeps the larger of old and new weight/confidence/count (idempotent, and a
-        second source can only strengthen an edge); `"replace"` overwrites (recomputed edges).
+        second source can only strengthen an edge); `"replace"` overwrites (recomputed edges)
+        and stamps each edge with `run`, which `delete_stale` keeps.
         """
-        if mode not in ("max", "replace"):
-            raise ValueError(f"write mode {mode!r} is not one of 'max', 'replace'")
+        _check_mode(mode)
         groups: dict[
             tuple[RelType, NodeLabel, NodeLabel], dict[tuple[str, str], dict[str, Any]]
         ] = defaultdict(dict)
@@ -521,7 +540,10 @@ class GraphStore:
         written = 0
         for (rel, src, dst), rows in groups.items():
             written += self._write_rows(
-                _merge_edges_query(rel, src, dst, mode), list(rows.values()), op="write_edges"
+                _merge_edges_query(rel, src, dst, mode),
+                list(rows.values()),
+                op="write_edges",
+                run=run,
             )
             if rel is RelType.MENTIONS:
                 self.refresh_entity_stats(sorted({r["d"] for r in rows.values()}), keys=True)
@@ -568,6 +590,51 @@ class GraphStore:
         )
 
     # -- removal -------------------------------------------------------------------------------
+
+    def delete_stale(self, run: str, sources: Iterable[EdgeSource]) -> int:
+        """Drop the edges of `sources` that the replace write stamped `run` did not write again,
+        and alias links their entity no longer lists; returns how many edges went. Conversation
+        and user edges are never of these sources, so they stay."""
+        params = {"ns": self.ns, "run": run, "sources": sorted(s.value for s in sources)}
+
+        def work(tx: neo4j.ManagedTransaction) -> int:
+            gone = 0
+            for label in (*CHUNK_LABELS, NodeLabel.ENTITY):
+                record = tx.run(
+                    _q(
+                        f"""
+                        MATCH (s:{label.value} {{ns: $ns}})-[r]->()
+                        WHERE r.source IN $sources AND (r.run IS NULL OR r.run <> $run)
+                        DELETE r
+                        RETURN count(*) AS n
+                        """
+                    ),
+                    params,
+                ).single()
+                gone += int(record["n"]) if record else 0
+            tx.run(
+                _q(
+                    """
+                    MATCH (a:Alias {ns: $ns})-[x:ALIAS_OF]->(e:Entity)
+                    WHERE NOT a.norm IN e.aliases
+                    DELETE x
+                    """
+                ),
+                params,
+            ).consume()
+            tx.run(
+                _q(
+                    """
+                    MATCH (a:Alias {ns: $ns})
+                    WHERE NOT EXISTS { MATCH (a)-[:ALIAS_OF]->() }
+                    DETACH DELETE a
+                    """
+                ),
+                params,
+            ).consume()
+            return gone
+
+        return self._write("delete_stale", work)
 
     def delete_document(self, doc_id: str) -> DeleteReport:
         """Remove a document, its chunks and their edges, and the entities only it used.
@@ -909,6 +976,24 @@ class GraphStore:
             found.append(_chunk_from_props(p, level=Level.DOCUMENT))
         return found
 
+    def mentions(self) -> dict[str, list[Entity]]:
+        """The extractor entities `write_chunks` kept, per chunk id (chunks without any left out)."""
+        out: dict[str, list[Entity]] = {}
+        for label in (NodeLabel.SECTION, NodeLabel.PROPOSITION):
+            rows = self.read(
+                f"MATCH (c:{label.value} {{ns: $ns}}) WHERE c.mentions IS NOT NULL "
+                "RETURN c.id AS id, c.mentions AS m",
+                op="mentions",
+            )
+            out.update((str(r["id"]), _decode_mentions(r["m"])) for r in rows)
+        rows = self.read(
+            "MATCH (d:Document {ns: $ns}) WHERE d.mentions IS NOT NULL AND d.chunk_id IS NOT NULL "
+            "RETURN d.chunk_id AS id, d.mentions AS m",
+            op="mentions",
+        )
+        out.update((str(r["id"]), _decode_mentions(r["m"])) for r in rows)
+        return out
+
     # -- conversations (seed 003) --------------------------------------------------------------
 
     def add_message(
@@ -1108,6 +1193,25 @@ def _view_node(row: Mapping[str, Any], *, start: bool) -> dict[str, Any]:
         "source": row.get("source"),
         "start": start,
     }
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in ("max", "replace"):
+        raise ValueError(f"write mode {mode!r} is not one of 'max', 'replace'")
+
+
+def _encode_mentions(entities: Sequence[Entity]) -> str | None:
+    """JSON, because a Cypher property holds lists of scalars only (None: nothing to keep)."""
+    if not entities:
+        return None
+    return json.dumps([[e.name, e.kind, list(e.aliases)] for e in entities], ensure_ascii=False)
+
+
+def _decode_mentions(text: object) -> list[Entity]:
+    return [
+        Entity(id="", name=str(name), kind=str(kind), aliases=tuple(aliases))
+        for name, kind, aliases in json.loads(str(text))
+    ]
 
 
 def _chunk_from_props(p: Mapping[str, Any], *, level: Level) -> Chunk:
@@ -1341,7 +1445,9 @@ def _link_chunks_query(rel: RelType) -> str:
 def _merge_edges_query(rel: RelType, src: NodeLabel, dst: NodeLabel, mode: WriteMode) -> str:
     gaz = EdgeSource.GAZETTEER.value
     if mode == "replace":
-        update = "SET e.weight = r.w, e.confidence = r.c, e.source = r.src, e.count = r.n"
+        update = (
+            "SET e.weight = r.w, e.confidence = r.c, e.source = r.src, e.count = r.n, e.run = $run"
+        )
     else:
         # The label rule of builders.stronger_source: the gazetteer never takes over another
         # rule's edge, and always gives way to one.

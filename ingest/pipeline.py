@@ -264,11 +264,9 @@ def run_ingest(
 
 
 def finalize(settings: Settings, collection: str) -> tuple[int, int]:
-    """Corpus-wide steps after all documents are written: edges that batch-by-batch building
-    cannot see (a title ingested after the chunk naming it, co-occurrence statistics, entity
-    synonymy from the dense encoder), a sweep of
-    entities and topics nothing introduces any more, and the vector index build. Returns the
-    namespace's graph node and relationship totals."""
+    """Corpus-wide steps after documents are written or deleted: the graph's entity layer from
+    every stored chunk (`graph.indexing`), entity synonymy from the dense encoder, and the vector
+    index build. Returns the namespace's graph node and relationship totals."""
     from rayweave.cluster.vector_service import vector_store_for
     from rayweave.graph.indexing import rebuild_corpus_edges
     from rayweave.graph.store import open_graph_store
@@ -287,9 +285,6 @@ def finalize(settings: Settings, collection: str) -> tuple[int, int]:
                 threshold=settings.graph.synonym_threshold,
                 max_per_entity=settings.graph.synonym_max_per_entity,
             )
-        # A run killed between a batch's entity and edge writes leaves entities nothing
-        # introduces (and the re-run may name them differently); a zero threshold drops no edge.
-        graph.prune(0.0)
         counts = graph.counts()
     finally:
         graph.close()
@@ -318,6 +313,11 @@ def delete_documents(
         ids = {t for t in targets} | {document_id_for(Path(t)) for t in targets}
         folders = [os.path.realpath(t) for t in targets if not Path(t).is_file()]
         ids.update(document_ids_under(writer.vectors, folders))
-        return writer.delete(sorted(ids))
+        removed = writer.delete(sorted(ids))
     finally:
         writer.close()
+    if removed:
+        # What the deleted documents named, and the statistics they counted in, go too: the
+        # graph equals a fresh ingest of the documents that remain.
+        finalize(settings, collection or settings.qdrant.collection)
+    return removed

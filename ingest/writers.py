@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rayweave.cluster.errors import NotFoundError
@@ -33,9 +32,6 @@ if TYPE_CHECKING:
     from rayweave.ingest.stages import DocWork
 
 VISIBLE = "visible"
-# Entities stored by earlier batches are linked through the gazetteer; re-reading it for every
-# batch would cost a full alias scan, and the corpus-wide rebuild after ingest closes any gap.
-GAZETTEER_TTL_S = 30.0
 
 
 def chunk_payload(chunk: Chunk, document: Document) -> dict[str, Any]:
@@ -109,8 +105,6 @@ class DocumentWriter:
         self.vectors = vectors
         self.graph = graph
         self._collection_ready = False
-        self._gazetteer: Mapping[str, Sequence[str]] | None = None
-        self._gazetteer_at = 0.0
 
     @classmethod
     def open(cls, settings: Settings, *, collection: str, shared: bool) -> DocumentWriter:
@@ -199,15 +193,12 @@ class DocumentWriter:
         ]
 
     def _write_graph(self, works: Sequence[DocWork], replaced: Sequence[str]) -> None:
-        """Replace the structure of documents stored before, then index this batch (documents, chunks,
-        entities, edges) against the gazetteer of entities stored so far."""
+        """Replace the structure of documents stored before, then write this batch's documents and
+        chunks (the entity layer is the corpus pass's, `ingest.pipeline.finalize`)."""
         from rayweave.graph.indexing import index_batch
 
         assert self.graph is not None
         self._delete_graph(replaced)
-        now = time.monotonic()
-        if self._gazetteer is None or now - self._gazetteer_at > GAZETTEER_TTL_S:
-            self._gazetteer, self._gazetteer_at = self.graph.gazetteer(), now
         chunks = [c for w in works for c in w.chunks]
         mentions = {
             c.id: ents
@@ -221,7 +212,6 @@ class DocumentWriter:
             chunks,
             documents=[w.document for w in works if w.document is not None],
             mentions=mentions,
-            gazetteer=self._gazetteer,
         )
 
     @staticmethod

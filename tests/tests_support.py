@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rayweave.cluster.settings import Settings
+from rayweave.graph.store import GraphStore
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_CORPUS = REPO / "ingest" / "sample_corpus"
@@ -115,3 +116,33 @@ def node_of(name: str) -> str:
     """The node id of the joined node `name` (by its custom resource)."""
     (node,) = [n["NodeID"] for n in alive_nodes() if name in n["Resources"]]
     return str(node)
+
+
+def graph_snapshot(store: GraphStore) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """A namespace's entities and relationships as sorted plain rows (weights rounded), for
+    comparing two graphs built from the same documents in different ways."""
+    entities = sorted(
+        (r["id"], r["name"], r["kind"], tuple(sorted(r["aliases"] or ())), r["df"])
+        for r in store.read(
+            "MATCH (e:Entity {ns: $ns}) "
+            "RETURN e.id AS id, e.name AS name, e.kind AS kind, e.aliases AS aliases, e.df AS df"
+        )
+    )
+    edges = sorted(
+        (
+            tuple(sorted(r["a"])),
+            r["s"],
+            r["t"],
+            tuple(sorted(r["b"])),
+            r["d"],
+            r["source"],
+            round(float(r["w"] or 0), 4),
+            round(float(r["c"] or 0), 4),
+        )
+        for r in store.read(
+            "MATCH (a)-[r]->(b) WHERE a.ns = $ns "
+            "RETURN labels(a) AS a, a.id AS s, type(r) AS t, labels(b) AS b, b.id AS d, "
+            "r.source AS source, r.weight AS w, r.confidence AS c"
+        )
+    )
+    return entities, edges

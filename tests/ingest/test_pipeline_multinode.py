@@ -9,9 +9,10 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
-from tests_support import joined_nodes
+from tests_support import graph_snapshot, joined_nodes
 
 from rayweave.cluster.runtime import stop_processes
 from rayweave.cluster.settings import Settings
@@ -66,6 +67,7 @@ class Stored:
     visible: list[str]  # chunk ids of visible vector points
     points: int  # every point, visible or not
     graph: list[str]  # document and chunk node ids
+    entity_layer: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]  # graph_snapshot's rows
 
 
 def _stored(settings: Settings, collection: str) -> Stored:
@@ -78,12 +80,14 @@ def _stored(settings: Settings, collection: str) -> Stored:
             "MATCH (c) WHERE c.ns = $ns AND (c:Section OR c:Proposition OR c:Document) "
             "RETURN c.id AS id"
         )
+        layer = graph_snapshot(writer.graph)
     finally:
         writer.close()
     return Stored(
         visible=sorted(str(p.payload["chunk_id"]) for p in visible),
         points=len(every),
         graph=sorted(r["id"] for r in rows),
+        entity_layer=layer,
     )
 
 
