@@ -976,6 +976,46 @@ class GraphStore:
             found.append(_chunk_from_props(p, level=Level.DOCUMENT))
         return found
 
+    def backfill_mentions(self) -> int:
+        """Keep on each chunk written before chunks kept their extractor entities (no `mentions`
+        property) the entities its stored extractor edges name, so that the first corpus pass
+        after an upgrade rebuilds them instead of dropping them; returns how many chunks."""
+        done = 0
+        for label in CHUNK_LABELS:
+            where = "c.chunk_id IS NOT NULL AND " if label is NodeLabel.DOCUMENT else ""
+            found = self.read(
+                f"""
+                MATCH (c:{label.value} {{ns: $ns}}) WHERE {where}c.mentions IS NULL
+                OPTIONAL MATCH (c)-[m:MENTIONS]->(e:Entity) WHERE m.source = $source
+                RETURN c.key AS key, collect(e.name) AS names, collect(e.kind) AS kinds
+                """,
+                {"source": EdgeSource.EXTRACTOR.value},
+                op="backfill_mentions",
+            )
+            rows = [
+                {
+                    "key": r["key"],
+                    "m": _encode_mentions(
+                        [
+                            Entity(id="", name=str(n), kind=str(k))
+                            for n, k in zip(r["names"], r["kinds"], strict=False)
+                        ]
+                    ),
+                }
+                for r in found
+            ]
+            done += self._write_rows(
+                f"""
+                UNWIND $rows AS r
+                MATCH (c:{label.value} {{key: r.key}})
+                SET c.mentions = r.m
+                RETURN count(c) AS n
+                """,
+                rows,
+                op="backfill_mentions",
+            )
+        return done
+
     def mentions(self) -> dict[str, list[Entity]]:
         """The extractor entities `write_chunks` kept, per chunk id (chunks without any left out)."""
         out: dict[str, list[Entity]] = {}
@@ -1200,10 +1240,9 @@ def _check_mode(mode: str) -> None:
         raise ValueError(f"write mode {mode!r} is not one of 'max', 'replace'")
 
 
-def _encode_mentions(entities: Sequence[Entity]) -> str | None:
-    """JSON, because a Cypher property holds lists of scalars only (None: nothing to keep)."""
-    if not entities:
-        return None
+def _encode_mentions(entities: Sequence[Entity]) -> str:
+    """JSON, because a Cypher property holds lists of scalars only. A chunk without entities
+    keeps '[]': a missing property marks a chunk written before they were kept."""
     return json.dumps([[e.name, e.kind, list(e.aliases)] for e in entities], ensure_ascii=False)
 
 

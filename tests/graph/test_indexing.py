@@ -8,6 +8,7 @@ import pytest
 from tests_support import graph_snapshot
 
 from rayweave.cluster.types import Chunk, ContentType, Document, Entity, Level
+from rayweave.graph.builders import build_graph
 from rayweave.graph.indexing import index_batch, rebuild_corpus_edges
 from rayweave.graph.names import entity_id, normalize_name
 from rayweave.graph.schema import EdgeSource, NodeLabel, RelType
@@ -211,3 +212,18 @@ def test_cooccurrence_is_written_by_the_corpus_pass_not_per_batch(graph_store: G
     rebuild_corpus_edges(graph_store)
     assert graph_store.counts().rel(RelType.MENTIONS) > 0
     assert graph_store.counts().rel(RelType.RELATED_TO) == 1
+
+
+def test_a_namespace_written_before_mentions_were_kept_keeps_its_extractor_entities(
+    graph_store: GraphStore,
+) -> None:
+    ents = {"d0": [Entity(id="", name="Widget Toolkit", kind="product")]}
+    chunks = [sec("d0", "D", "The Widget Toolkit ships widgets.", "D")]
+    # What an earlier version stored: each batch's entity layer, no entities on the chunk.
+    index_batch(graph_store, chunks, documents=[doc("D", "D")])
+    graph_store.write("MATCH (c:Section {ns: $ns}) SET c.mentions = null")
+    graph_store.write_batch(build_graph(chunks, ents, settings=graph_store.settings))
+    assert graph_store.mentions() == {}
+    rebuild_corpus_edges(graph_store)
+    assert entity_id(normalize_name("Widget Toolkit")) in mentions_of(graph_store, "d0")
+    assert [e.name for e in graph_store.mentions()["d0"]] == ["Widget Toolkit"]
