@@ -1,6 +1,6 @@
 """Fixtures for the Kubernetes manifests: the k8s/ helper modules, the KubeRay CRDs, renders.
 
-k8s/ is not a package; its two modules are loaded by path under their own names (manifests.py
+k8s/ is not a package; its modules are loaded by path under their own names (manifests.py
 imports crd_schema by name).
 """
 
@@ -34,6 +34,7 @@ def _load(name: str) -> ModuleType:
 
 crd_schema = _load("crd_schema")
 manifests = _load("manifests")
+sizing = _load("sizing")
 
 
 @pytest.fixture(scope="session")
