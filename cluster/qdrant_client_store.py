@@ -124,6 +124,9 @@ class QdrantClientStore:
                         client.create_payload_index(self._name, field, field_schema=kind, wait=True)
             self._spec = spec
 
+    def spec(self) -> CollectionSpec:
+        return self._require()
+
     def optimize(self) -> None:
         """A server optimises in the background; local mode has no index to build."""
         self._require()

@@ -113,6 +113,9 @@ class QdrantEdgeStore:
                 shard.flush()
             self._spec = spec
 
+    def spec(self) -> CollectionSpec:
+        return self._require()[1]
+
     def optimize(self) -> None:
         shard, _ = self._require()
         with self._lock, self._engine("optimize"):

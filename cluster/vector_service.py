@@ -14,11 +14,13 @@ batch costs a few buffers rather than one pickled object per point.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,9 @@ from rayweave.cluster.settings import QDRANT_MEMORY, QdrantSettings, Settings
 from rayweave.cluster.types import SparseVector
 from rayweave.cluster.vector_points import dense_matrix
 from rayweave.cluster.vector_store import (
+    DENSE,
+    IMAGE,
+    SPARSE,
     CollectionSpec,
     Filter,
     ScoredPoint,
@@ -165,6 +170,17 @@ def _row(matrix: np.ndarray | None, mask: np.ndarray | None, i: int) -> np.ndarr
 # The actor
 
 
+def _as_point(p: ScoredPoint) -> VectorPoint:
+    dense, sparse, image = (p.vectors.get(k) for k in (DENSE, SPARSE, IMAGE))
+    return VectorPoint(
+        id=p.id,
+        payload=p.payload,
+        dense=dense if isinstance(dense, np.ndarray) else None,
+        sparse=sparse if isinstance(sparse, SparseVector) else None,
+        image=image if isinstance(image, np.ndarray) else None,
+    )
+
+
 @ray.remote(num_cpus=0, max_restarts=_MAX_RESTARTS)
 class VectorStoreActor:
     """Owns one embedded store; Ray runs its methods on `max_concurrency` threads.
@@ -180,6 +196,11 @@ class VectorStoreActor:
             idle_s=settings.idle_close_s,
         )
         self._engine.open()  # fail here, at acquire, on a bad path
+        # What replica copies (`cluster/vector_copy.py`) poll: a new value after every write, and
+        # a new prefix per actor life, since a restarted actor may have lost unflushed writes.
+        self._life = uuid.uuid4().hex[:12]
+        self._writes = 0
+        self._writes_lock = threading.Lock()
         self._stop = threading.Event()
         if settings.idle_close_s > 0:
             self._engine.watch(self._stop)
@@ -194,22 +215,47 @@ class VectorStoreActor:
             "opens": self._engine.opens,
         }
 
+    def version(self) -> str:
+        with self._writes_lock:
+            return f"{self._life}:{self._writes}"
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[VectorStore]:
+        """The engine for one write; the version changes after it, failed or not."""
+        try:
+            with self._engine.use() as store:
+                yield store
+        finally:
+            with self._writes_lock:
+                self._writes += 1
+
     def ensure_collection(self, spec: CollectionSpec) -> None:
-        with self._engine.use() as store:
+        with self._writing() as store:
             store.ensure_collection(spec)
 
     def upsert(self, columns: PointColumns) -> int:
-        with self._engine.use() as store:
+        with self._writing() as store:
             store.upsert(columns.unpack())
         return len(columns.ids)
 
     def delete(self, filter: Filter) -> int:
-        with self._engine.use() as store:
+        with self._writing() as store:
             return store.delete(filter)
 
     def set_payload(self, filter: Filter, payload: Mapping[str, Any]) -> int:
-        with self._engine.use() as store:
+        with self._writing() as store:
             return store.set_payload(filter, payload)
+
+    def spec(self) -> CollectionSpec:
+        with self._engine.use() as store:
+            return store.spec()
+
+    def export(self, offset: str | None, limit: int) -> tuple[PointColumns, str | None]:
+        """A page of whole points (payload and vectors) in id order, for replica copies."""
+        with self._engine.use() as store:
+            page, next_offset = store.scroll(limit=limit, offset=offset)
+            full = store.retrieve([p.id for p in page], with_vectors=True)
+        return PointColumns.pack([_as_point(p) for p in full]), next_offset
 
     def query(self, query: VectorQuery) -> list[ScoredPoint]:
         with self._engine.use() as store:
@@ -238,7 +284,7 @@ class VectorStoreActor:
             store.optimize()
 
     def drop(self) -> None:
-        with self._engine.use() as store:
+        with self._writing() as store:
             store.drop()
 
     def close(self) -> None:
@@ -382,6 +428,22 @@ class RemoteVectorStore:
     ) -> tuple[list[ScoredPoint], str | None]:
         page: tuple[list[ScoredPoint], str | None] = self._call("scroll", filter, limit, offset)
         return page
+
+    def spec(self) -> CollectionSpec:
+        spec: CollectionSpec = self._call("spec")
+        return spec
+
+    def version(self) -> str:
+        """Changes after every write through the actor (see `VectorStoreActor.version`)."""
+        v: str = self._call("version")
+        return v
+
+    def export(
+        self, *, offset: str | None = None, limit: int = 512
+    ) -> tuple[list[VectorPoint], str | None]:
+        """A page of whole points, vectors included, and the cursor of the next (None: done)."""
+        columns, next_offset = self._call("export", offset, limit)
+        return columns.unpack(), next_offset
 
     def optimize(self) -> None:
         self._call("optimize", timeout_s=self._settings.optimize_timeout_s)

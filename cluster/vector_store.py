@@ -137,6 +137,9 @@ class VectorStore(Protocol):
     ) -> tuple[list[ScoredPoint], str | None]:
         """A page of points in id order and an opaque cursor for the next page (None at the end)."""
 
+    def spec(self) -> CollectionSpec:
+        """The shape of the existing collection (NotFoundError when there is none)."""
+
     def optimize(self) -> None:
         """Build indexes/quantization now (embedded engines); a no-op for servers."""
 

@@ -72,6 +72,9 @@ class VectorRetriever:
     async def document(self, doc_id: str) -> list[Hit]:
         return await self.impl.document(doc_id)
 
+    def __del__(self) -> None:
+        self.impl.close()
+
 
 @serve.deployment(
     name="GraphRetriever", ray_actor_options={"num_cpus": 0.1}, max_ongoing_requests=32

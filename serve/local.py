@@ -55,3 +55,4 @@ class LocalSearch:
 
     def close(self) -> None:
         self.graph.close()
+        self.vector.close()

@@ -83,10 +83,15 @@ class VectorSearch:
     def from_settings(
         cls, settings: Settings, *, shared: bool, collection: str | None = None
     ) -> VectorSearch:
+        from rayweave.cluster.vector_copy import replica_vector_store
         from rayweave.cluster.vector_service import vector_store_for
         from rayweave.models.factory import build_dense_encoder, build_sparse_encoder, run_options
 
-        store = vector_store_for(settings, collection, shared=shared)
+        store = (
+            replica_vector_store(settings, collection)
+            if shared
+            else vector_store_for(settings, collection, shared=False)
+        )
         # A query's vector must not depend on which other queries arrived with it.
         invariant = run_options(settings.models).plan.batch_invariant
         return cls(
@@ -97,6 +102,9 @@ class VectorSearch:
             batch_max=settings.serve.encode_batch_max if invariant else 1,
             batch_wait_s=settings.serve.encode_batch_wait_ms / 1000,
         )
+
+    def close(self) -> None:
+        self.store.close()
 
     def _encode_batch(self, items: list[tuple[str, bool]]) -> list[Encoded]:
         """Dense vectors of every query, sparse ones of those that asked: two forward passes
