@@ -36,6 +36,7 @@ from rayweave.cluster.vector_points import (
     point_vectors,
     prepare_points,
     prepare_query,
+    ranked,
     require_filter,
     scored_point,
 )
@@ -200,7 +201,9 @@ class QdrantClientStore:
                 limit=pq.limit,
                 with_payload=pq.payload_selector,
             )
-        return [scored_point(p.id, p.score, p.payload, pq.with_payload) for p in resp.points]
+        return ranked(
+            [scored_point(p.id, p.score, p.payload, pq.with_payload) for p in resp.points]
+        )
 
     def query_batch(self, queries: Sequence[VectorQuery]) -> list[list[ScoredPoint]]:
         if not queries:
@@ -211,7 +214,7 @@ class QdrantClientStore:
         with self._reading(), self._call("query"):
             responses = self._client.query_batch_points(self._name, requests=requests)
         return [
-            [scored_point(p.id, p.score, p.payload, pq.with_payload) for p in resp.points]
+            ranked([scored_point(p.id, p.score, p.payload, pq.with_payload) for p in resp.points])
             for pq, resp in zip(prepared, responses, strict=True)
         ]
 

@@ -41,6 +41,7 @@ from rayweave.cluster.vector_points import (
     point_vectors,
     prepare_points,
     prepare_query,
+    ranked,
     require_filter,
     scored_point,
 )
@@ -202,7 +203,9 @@ class QdrantEdgeStore:
         prepared = prepare_query(query, spec)
         with self._engine("query"):
             found = shard.query(self._request(prepared))
-        return [scored_point(p.id, p.score, p.payload, prepared.with_payload) for p in found]
+        return ranked(
+            [scored_point(p.id, p.score, p.payload, prepared.with_payload) for p in found]
+        )
 
     def query_batch(self, queries: Sequence[VectorQuery]) -> list[list[ScoredPoint]]:
         if not queries:
@@ -212,7 +215,7 @@ class QdrantEdgeStore:
         with self._engine("query_batch"):
             found = shard.query_batch(qe.QueryBatchRequest([self._request(p) for p in prepared]))
         return [
-            [scored_point(p.id, p.score, p.payload, pq.with_payload) for p in hits]
+            ranked([scored_point(p.id, p.score, p.payload, pq.with_payload) for p in hits])
             for pq, hits in zip(prepared, found, strict=True)
         ]
 

@@ -183,6 +183,12 @@ def chunk_id_of(payload: Mapping[str, Any] | None, uuid: object) -> str:
     return str(uuid)
 
 
+def ranked(points: list[ScoredPoint]) -> list[ScoredPoint]:
+    """Best first, equal scores by id: engines order ties by storage offsets, which differ
+    between two copies of the same points (duplicate passages tie exactly)."""
+    return sorted(points, key=lambda p: (-p.score, p.id))
+
+
 def scored_point(
     uuid: object,
     score: float,

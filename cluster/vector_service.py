@@ -54,6 +54,10 @@ ACTOR_PREFIX = "rayweave-vectors-"
 _HEAD_NODE = {"node:__internal_head__": 0.001}
 # Restarts after a crash reopen the store from disk (its write-ahead log replays).
 _MAX_RESTARTS = 3
+# The actor's method set. Detached actors outlive upgrades: a caller whose code knows a newer set
+# replaces an older actor (its data is on disk). 2: version and export, for replica copies;
+# 3: hits in a canonical order (equal scores by id), as copies give them.
+ACTOR_PROTOCOL = 3
 
 
 def actor_name(collection: str) -> str:
@@ -213,6 +217,7 @@ class VectorStoreActor:
             "open": self._engine.is_open,
             "idle_s": round(self._engine.idle_for(), 1),
             "opens": self._engine.opens,
+            "protocol": ACTOR_PROTOCOL,
         }
 
     def version(self) -> str:
@@ -293,7 +298,35 @@ class VectorStoreActor:
 
 
 def _acquire_actor(settings: QdrantSettings, path: Path, collection: str, namespace: str) -> Any:
-    """Get or create the named actor (race-safe: Ray resolves concurrent creators to one)."""
+    """Get or create the named actor (race-safe: Ray resolves concurrent creators to one),
+    replacing one that older code started (see `ACTOR_PROTOCOL`)."""
+    deadline = time.monotonic() + settings.timeout_s
+    replacing = False
+    while True:
+        try:
+            handle, info = _get_or_create(settings, path, collection, namespace)
+        except VectorStoreError:
+            if not replacing or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.5)  # found the replaced actor still dying
+            continue
+        if int(info.get("protocol", 1)) >= ACTOR_PROTOCOL:
+            return handle
+        if time.monotonic() >= deadline:
+            raise VectorStoreError(
+                f"vector actor {actor_name(collection)!r} runs older code and was not replaced "
+                f"within {settings.timeout_s}s; restart the stack (rayweave stop, rayweave start)"
+            )
+        log.warning("vector actor %s runs older code: replacing it", actor_name(collection))
+        with contextlib.suppress(Exception):
+            ray.kill(handle, no_restart=True)
+        replacing = True
+        time.sleep(0.5)  # the name is released once the actor is dead
+
+
+def _get_or_create(
+    settings: QdrantSettings, path: Path, collection: str, namespace: str
+) -> tuple[Any, dict[str, Any]]:
     name = actor_name(collection)
     handle = VectorStoreActor.options(  # type: ignore[attr-defined]
         name=name,
@@ -316,7 +349,7 @@ def _acquire_actor(settings: QdrantSettings, path: Path, collection: str, namesp
             f"vector actor {name!r} in namespace {namespace!r} serves {info['path']}, not {path}; "
             "stop it (rayweave stop) or use another namespace"
         )
-    return handle
+    return handle, info
 
 
 # ---------------------------------------------------------------------------------------------

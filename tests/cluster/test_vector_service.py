@@ -326,3 +326,31 @@ class TestConnectModes:
             [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
         )
         assert out.stdout.strip() == "[]", out.stdout
+
+
+@ray.remote(num_cpus=0)
+class _OldVectorActor:
+    """What an earlier version left running: same name, no `protocol`, no `version`."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def describe(self) -> dict[str, object]:
+        return {"collection": "old", "path": self.path, "pid": os.getpid(), "open": True}
+
+
+@pytest.mark.integration
+def test_an_actor_older_code_started_is_replaced(namespace: str, tmp_path: Path) -> None:
+    old = _OldVectorActor.options(  # type: ignore[attr-defined]
+        name=actor_name("old"), namespace=namespace, lifetime="detached"
+    ).remote(str(tmp_path))
+    old_pid = ray.get(old.describe.remote())["pid"]
+    store = connect_vector_store(
+        SETTINGS, path=tmp_path, collection="old", namespace=namespace, shared=True
+    )
+    assert isinstance(store, RemoteVectorStore)
+    assert actor_pid(namespace, "old") != old_pid
+    store.ensure_collection(CollectionSpec(name="old", dense_dim=DIM))
+    before = store.version()
+    store.upsert(make_points("o", 3, seed=5))
+    assert store.version() != before
