@@ -583,8 +583,9 @@ class ServeSettings(_Group):
         description="Replicas of the fused layout's `Ingress` when the Serve config does not size "
         "that entry (num_replicas or autoscaling_config). None = one per CPU of the Ray cluster, "
         "at most 4: a replica is one Python process, so one core at most under load (the GIL), "
-        "and past about four the one embedded vector store actor they all read becomes the "
-        "limit (measured: 46 CPU-ms per request in a replica against 12 in that actor).",
+        "and each holds the query encoders, the graph projection and a vector copy; collections "
+        "above `vector_copy_max_points` are read through the one embedded vector store actor, "
+        "which past about four replicas becomes the limit.",
     )
     encode_batch_max: int = Field(
         default=16,

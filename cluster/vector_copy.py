@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import ray
+
 from rayweave.cluster.errors import RayweaveError
 from rayweave.cluster.settings import QdrantSettings, Settings
 from rayweave.cluster.vector_service import RemoteVectorStore, vector_store_for
@@ -181,6 +183,11 @@ class ReplicaVectorStore:
     def _follow(self) -> None:
         previous: str | None = None
         while not self._stop.is_set():
+            if not ray.is_initialized():
+                # The process left Ray (a driver's shutdown): a call now would start a new Ray
+                # runtime from this thread. Reads fall back to the actor proxy, which says why.
+                self._latest = None
+                return
             try:
                 with self._lock:
                     writes = self._writes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
 import pytest
 
@@ -28,8 +29,10 @@ def _query(settings: Settings, *, level: str | None = None) -> RetrievalQuery:
 
 
 @pytest.fixture(scope="module")
-def search(sample_ingested: Settings) -> VectorSearch:
-    return VectorSearch.from_settings(sample_ingested, shared=True, collection="sample")
+def search(sample_ingested: Settings) -> Iterator[VectorSearch]:
+    found = VectorSearch.from_settings(sample_ingested, shared=True, collection="sample")
+    yield found
+    found.close()
 
 
 def test_hybrid_lists_rank_the_error_first(search: VectorSearch, sample_ingested: Settings) -> None:
