@@ -444,16 +444,12 @@ def build_graph(
     known: Mapping[str, Sequence[str]] | None = None,
     extractions: Mapping[str, Extraction] | None = None,
     settings: GraphSettings | None = None,
-    cooccurrence: bool = True,
 ) -> GraphBatch:
     """Entities, topics and every inferred edge for `chunks` (see module docstring).
 
-    `cooccurrence=False` leaves out RELATED_TO by co-occurrence: a corpus statistic that
-    `graph.indexing.rebuild_corpus_edges` replaces after ingest, so per-batch counts are wasted
-    writes (the costliest MERGE of an ingest batch).
-
     `mentions` maps chunk ids to an extractor's entities (their ids are provisional and ignored);
-    `known` is `GraphStore.gazetteer()` for incremental builds; `extractions` is the optional LLM
+    `known` maps alias forms to ids of entities stored elsewhere, which the build then reuses
+    (the corpus pass builds from every chunk and passes none); `extractions` is the optional LLM
     hook's output. Structure edges (CHUNK_OF/HAS_CHILD/NEXT) are written by
     `GraphStore.write_chunks` from the chunk fields and are not repeated here.
     """
@@ -695,15 +691,13 @@ def build_graph(
                         props={"predicate": st.predicate},
                     )
 
-    # 7. RELATED_TO by co-occurrence (unless left to the corpus pass), topics from keywords.
-    related: list[EdgeRow] = []
-    if cooccurrence:
-        entity_edges = [
-            e
-            for e in acc.rows.values()
-            if e.dst.label is NodeLabel.ENTITY and e.src.label is not NodeLabel.ENTITY
-        ]
-        related = related_edges(_unit_entities(entity_edges, units), cfg)
+    # 7. RELATED_TO by co-occurrence, topics from keywords.
+    entity_edges = [
+        e
+        for e in acc.rows.values()
+        if e.dst.label is NodeLabel.ENTITY and e.src.label is not NodeLabel.ENTITY
+    ]
+    related = related_edges(_unit_entities(entity_edges, units), cfg)
     topics, belongs = topic_rows(chunks, cfg)
     for e in (*related, *belongs):
         acc.add(

@@ -886,17 +886,6 @@ class GraphStore:
             (n for _, _, n in name_ngrams(text, max_ngram)), normalized=True
         )
 
-    def gazetteer(self) -> dict[str, list[str]]:
-        """Every alias of the namespace and the entity ids it names (for incremental builds)."""
-        rows = self.read(
-            "MATCH (a:Alias {ns: $ns})-[:ALIAS_OF]->(e:Entity) RETURN a.norm AS norm, e.id AS id",
-            op="gazetteer",
-        )
-        out: dict[str, list[str]] = defaultdict(list)
-        for r in rows:
-            out[r["norm"]].append(r["id"])
-        return dict(out)
-
     def neighbourhood(
         self, node_ids: Sequence[str], *, depth: int = 1, limit: int | None = None
     ) -> dict[str, Any]:

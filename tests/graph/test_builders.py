@@ -285,10 +285,6 @@ class TestRelatedAndTopics:
         b = build_graph(chunks, mentions=ents)
         a, z = sorted((eid("Ray Serve"), eid("Starlette")))
         assert (a, z) in pairs(b, RelType.RELATED_TO)
-        # Left to the corpus pass: the other edges stay.
-        per_batch = build_graph(chunks, mentions=ents, cooccurrence=False)
-        assert pairs(per_batch, RelType.RELATED_TO) == set()
-        assert pairs(per_batch, RelType.MENTIONS) == pairs(b, RelType.MENTIONS)
 
     def test_topics_cluster_keywords_and_documents_belong(self) -> None:
         kw_ml = ("embedding", "vector", "retrieval")
