@@ -307,7 +307,7 @@ def stop_processes(temp_dir: Path, *, grace_s: float = 10.0, hard: bool = False)
         deadline = time.monotonic() + wait
         while alive and time.monotonic() < deadline:
             time.sleep(0.2)
-            alive = {pid for pid in alive if _exists(pid)}
+            alive = {pid for pid in alive if process_exists(pid)}
         if not alive:
             break
     return len(pids)
@@ -321,7 +321,8 @@ def _signal(pid: int, sig: signal.Signals) -> bool:
         return False
 
 
-def _exists(pid: int) -> bool:
+def process_exists(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie counts as gone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

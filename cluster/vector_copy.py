@@ -27,7 +27,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -35,6 +35,7 @@ from typing import Any, Literal
 import ray
 
 from rayweave.cluster.errors import RayweaveError
+from rayweave.cluster.runtime import process_exists
 from rayweave.cluster.settings import QdrantSettings, Settings
 from rayweave.cluster.vector_service import RemoteVectorStore, vector_store_for
 from rayweave.cluster.vector_store import (
@@ -49,7 +50,6 @@ from rayweave.cluster.vector_store import (
 
 log = logging.getLogger(__name__)
 
-EXPORT_PAGE = 512
 # A retired copy is closed this long after the swap: reads that took it just before finish first.
 RETIRE_AFTER_S = 30.0
 
@@ -135,38 +135,39 @@ class ReplicaVectorStore:
     # -- writes: the actor ---------------------------------------------------------------------
 
     def ensure_collection(self, spec: CollectionSpec) -> None:
-        self._remote.ensure_collection(spec)
-        self._wrote()
+        with self._writing():
+            self._remote.ensure_collection(spec)
 
     def upsert(self, points: Sequence[VectorPoint]) -> None:
-        self._remote.upsert(points)
-        self._wrote()
+        with self._writing():
+            self._remote.upsert(points)
 
     def delete(self, filter: Filter) -> int:
-        try:
+        with self._writing():
             return self._remote.delete(filter)
-        finally:
-            self._wrote()
 
     def set_payload(self, filter: Filter, payload: Mapping[str, Any]) -> int:
-        try:
+        with self._writing():
             return self._remote.set_payload(filter, payload)
-        finally:
-            self._wrote()
-
-    def _wrote(self) -> None:
-        """Read your own writes: through the actor until a later poll sees the new version."""
-        with self._lock:
-            self._writes += 1
-            self._latest = None
-
-    def optimize(self) -> None:
-        self._remote.optimize()
-        self._wrote()
 
     def drop(self) -> None:
-        self._remote.drop()
-        self._wrote()
+        with self._writing():
+            self._remote.drop()
+
+    def optimize(self) -> None:
+        """Not a write: the points stay, and the actor's version with them."""
+        self._remote.optimize()
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Read your own writes: through the actor, from the moment a write ends (failed ones
+        too: they may have written part), until a later poll sees the new version."""
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._writes += 1
+                self._latest = None
 
     def close(self) -> None:
         """Stops following and removes this replica's copies; the actor keeps serving others."""
@@ -223,7 +224,7 @@ class ReplicaVectorStore:
             store.ensure_collection(self._remote.spec())
             offset: str | None = None
             while not self._stop.is_set():
-                points, offset = self._remote.export(offset=offset, limit=EXPORT_PAGE)
+                points, offset = self._remote.export(offset=offset)
                 store.upsert(points)
                 if offset is None:
                     break
@@ -261,18 +262,8 @@ def _remove_orphans(root: Path) -> None:
     """Copies whose replica process is gone (killed before `close`)."""
     for folder in root.iterdir():
         pid = folder.name.split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not process_exists(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def replica_vector_store(settings: Settings, collection: str | None = None) -> VectorStore:

@@ -58,6 +58,8 @@ _MAX_RESTARTS = 3
 # replaces an older actor (its data is on disk). 2: version and export, for replica copies;
 # 3: hits in a canonical order (equal scores by id), as copies give them.
 ACTOR_PROTOCOL = 3
+# Points per `export` call: a few MB of vectors and payloads per Ray object.
+EXPORT_PAGE = 512
 
 
 def actor_name(collection: str) -> str:
@@ -472,7 +474,7 @@ class RemoteVectorStore:
         return v
 
     def export(
-        self, *, offset: str | None = None, limit: int = 512
+        self, *, offset: str | None = None, limit: int = EXPORT_PAGE
     ) -> tuple[list[VectorPoint], str | None]:
         """A page of whole points, vectors included, and the cursor of the next (None: done)."""
         columns, next_offset = self._call("export", offset, limit)

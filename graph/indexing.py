@@ -48,8 +48,11 @@ def rebuild_corpus_edges(store: GraphStore) -> WriteReport:
     """Build entities, topics and every rule-made edge from all stored chunks and replace the
     previous ones (see module docstring). Readers see the old layer, then old and new together,
     never neither: new rows are written first, what they do not repeat is deleted after."""
-    store.backfill_mentions()  # a namespace written by an earlier version: keep its NER entities
-    batch = build_graph(store.chunks(), store.mentions(), settings=store.settings)
+    chunks, mentions = store.chunks_and_mentions()
+    if len(mentions) < len(chunks):  # written by an earlier version: keep its NER entities
+        store.backfill_mentions()
+        chunks, mentions = store.chunks_and_mentions()
+    batch = build_graph(chunks, mentions, settings=store.settings)
     run = uuid.uuid4().hex
     entities = store.write_entities(batch.entities, mode="replace")
     topics = store.write_topics(batch.topics)

@@ -941,10 +941,21 @@ class GraphStore:
     def chunks(self, doc_ids: Sequence[str] | None = None) -> list[Chunk]:
         """Stored chunks of every level (of the given documents, else all), for corpus-wide
         rebuilds. Fields the graph does not keep (sibling and child ids, offsets) are empty."""
+        return [c for c, _ in self._stored_chunks(doc_ids)]
+
+    def chunks_and_mentions(self) -> tuple[list[Chunk], dict[str, list[Entity]]]:
+        """Every stored chunk and, in the same read, the extractor entities `write_chunks` kept
+        per chunk id (a chunk written before they were kept has no entry)."""
+        pairs = self._stored_chunks(None)
+        mentions = {c.id: _decode_mentions(m) for c, m in pairs if m is not None}
+        return [c for c, _ in pairs], mentions
+
+    def _stored_chunks(self, doc_ids: Sequence[str] | None) -> list[tuple[Chunk, object]]:
+        """(chunk, its stored `mentions` property or None), from one read per label."""
         params: dict[str, Any] = {
             "dkeys": [self.key(d) for d in doc_ids] if doc_ids is not None else None
         }
-        found: list[Chunk] = []
+        found: list[tuple[Chunk, object]] = []
         for label in (NodeLabel.SECTION, NodeLabel.PROPOSITION):
             where = "WHERE c.dkey IN $dkeys" if doc_ids is not None else ""
             rows = self.read(
@@ -952,7 +963,10 @@ class GraphStore:
                 params,
                 op="chunks",
             )
-            found.extend(_chunk_from_props(r["p"], level=Level(label.value.lower())) for r in rows)
+            level = Level(label.value.lower())
+            found.extend(
+                (_chunk_from_props(r["p"], level=level), r["p"].get("mentions")) for r in rows
+            )
         where = "AND d.key IN $dkeys" if doc_ids is not None else ""
         rows = self.read(
             f"MATCH (d:Document {{ns: $ns}}) WHERE d.chunk_id IS NOT NULL {where} RETURN properties(d) AS p",
@@ -962,7 +976,7 @@ class GraphStore:
         for r in rows:
             p = dict(r["p"])
             p["doc_id"], p["id"] = p["id"], p["chunk_id"]
-            found.append(_chunk_from_props(p, level=Level.DOCUMENT))
+            found.append((_chunk_from_props(p, level=Level.DOCUMENT), p.get("mentions")))
         return found
 
     def backfill_mentions(self) -> int:
@@ -1004,24 +1018,6 @@ class GraphStore:
                 op="backfill_mentions",
             )
         return done
-
-    def mentions(self) -> dict[str, list[Entity]]:
-        """The extractor entities `write_chunks` kept, per chunk id (chunks without any left out)."""
-        out: dict[str, list[Entity]] = {}
-        for label in (NodeLabel.SECTION, NodeLabel.PROPOSITION):
-            rows = self.read(
-                f"MATCH (c:{label.value} {{ns: $ns}}) WHERE c.mentions IS NOT NULL "
-                "RETURN c.id AS id, c.mentions AS m",
-                op="mentions",
-            )
-            out.update((str(r["id"]), _decode_mentions(r["m"])) for r in rows)
-        rows = self.read(
-            "MATCH (d:Document {ns: $ns}) WHERE d.mentions IS NOT NULL AND d.chunk_id IS NOT NULL "
-            "RETURN d.chunk_id AS id, d.mentions AS m",
-            op="mentions",
-        )
-        out.update((str(r["id"]), _decode_mentions(r["m"])) for r in rows)
-        return out
 
     # -- conversations (seed 003) --------------------------------------------------------------
 

@@ -158,7 +158,7 @@ def test_extractor_mentions_are_kept_on_the_chunk(graph_store: GraphStore) -> No
         documents=[doc("D", "D")],
         mentions={"s": ents, "d0": ents},
     )
-    got = graph_store.mentions()
+    got = graph_store.chunks_and_mentions()[1]
     expected = [Entity(id="", name="Ray Serve", kind="product", aliases=("serve",))]
     assert got == {"s": expected, "d0": expected}
 
@@ -223,7 +223,7 @@ def test_a_namespace_written_before_mentions_were_kept_keeps_its_extractor_entit
     index_batch(graph_store, chunks, documents=[doc("D", "D")])
     graph_store.write("MATCH (c:Section {ns: $ns}) SET c.mentions = null")
     graph_store.write_batch(build_graph(chunks, ents, settings=graph_store.settings))
-    assert graph_store.mentions() == {}
+    assert graph_store.chunks_and_mentions()[1] == {}
     rebuild_corpus_edges(graph_store)
     assert entity_id(normalize_name("Widget Toolkit")) in mentions_of(graph_store, "d0")
-    assert [e.name for e in graph_store.mentions()["d0"]] == ["Widget Toolkit"]
+    assert [e.name for e in graph_store.chunks_and_mentions()[1]["d0"]] == ["Widget Toolkit"]
