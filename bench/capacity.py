@@ -17,6 +17,7 @@ from pathlib import Path
 from rayweave.cluster.runtime import connect
 from rayweave.cluster.services import resolve_graph_connection
 from rayweave.cluster.settings import Settings
+from rayweave.cluster.types import SparseVector
 from rayweave.cluster.vector_service import vector_store_for
 from rayweave.graph.store import GraphStore
 
@@ -39,7 +40,8 @@ def main(collection: str) -> None:
     if not points:
         sys.exit(f"collection {collection!r} has no points")
     sample = store.retrieve([p.id for p in points[:500]], with_vectors=True)
-    nnz = [len(p.vectors["sparse"].indices) for p in sample if p.vectors and "sparse" in p.vectors]
+    sparse = [p.vectors.get("sparse") for p in sample if p.vectors]
+    nnz = [len(v.indices) for v in sparse if isinstance(v, SparseVector)]
     folder = settings.vector_path / collection
     graph = GraphStore.open(settings, namespace=collection)
     counts = graph.counts()

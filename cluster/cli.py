@@ -332,8 +332,8 @@ def bench_models(
         int | None, typer.Option(help="Use at most this many documents per set.")
     ] = None,
 ) -> None:
-    """Encoder throughput and quality per model and precision, against plain sentence-transformers."""
-    from rayweave.models.bench import run_models_bench
+    """Encoder throughput and nDCG per model and precision, against plain sentence-transformers."""
+    from rayweave.bench.models import run_models_bench
 
     settings = _run(lambda: _settings(config))
     _run(lambda: run_models_bench(settings, data_dir=data, limit=limit, console=out))
@@ -353,8 +353,8 @@ def bench_ingest(
         Path | None, typer.Option("--json", help="Also write the rows as JSON here.")
     ] = None,
 ) -> None:
-    """Whole-pipeline documents/s and chunks/s against bare SentenceTransformer.encode, and peak memory."""
-    from rayweave.ingest.bench import run_ingest_bench
+    """Pipeline documents/s, chunks/s and peak memory against bare SentenceTransformer.encode."""
+    from rayweave.bench.ingest import run_ingest_bench
 
     settings = _run(lambda: _settings(config))
     with ray_output_to_log(settings):
@@ -407,7 +407,7 @@ def bench_serve(
 ) -> None:
     """HTTP load on 127.0.0.1: p50/p95/p99 latency, QPS and CPU-ms per request per stage at 1, 8
     and 32 clients per profile."""
-    from rayweave.serve.bench import DEFAULT_CONCURRENCY, DEFAULT_PROFILES, run_serve_bench
+    from rayweave.bench.serve import DEFAULT_CONCURRENCY, DEFAULT_PROFILES, run_serve_bench
 
     settings = _run(lambda: _settings(config, collection))
     with ray_output_to_log(settings):
@@ -444,7 +444,7 @@ def bench_graph(
 ) -> None:
     """Graph build and write rates, Cypher traversal and in-memory walk latency (p50/p99) and the
     projection's size, on the dev corpora and a synthetic 100k-passage / 1M-edge graph."""
-    from rayweave.graph.bench import DEFAULT_SYNTHETIC, run_graph_bench
+    from rayweave.bench.graph import DEFAULT_SYNTHETIC, run_graph_bench
 
     settings = _run(lambda: _settings(config))
     _run(
@@ -488,7 +488,7 @@ def evaluate(
     ] = False,
 ) -> None:
     """Ingest a BEIR set into its own namespace and score retrieval (nDCG, MRR, Recall, ...)."""
-    from rayweave.serve.evaluate import run_eval
+    from rayweave.bench.evaluation.harness import run_eval
 
     settings = _run(lambda: _settings(config))
     with ray_output_to_log(settings):
@@ -513,7 +513,8 @@ def graph_prune(
     min_confidence: Annotated[
         float | None,
         typer.Option(
-            help="Remove inferred edges below this confidence (default: graph.prune_min_confidence)."
+            help="Remove inferred edges below this confidence "
+            "(default: graph.prune_min_confidence)."
         ),
     ] = None,
     retention_days: Annotated[
@@ -527,8 +528,8 @@ def graph_prune(
         bool, typer.Option("--dry-run", help="Report what would be removed; change nothing.")
     ] = False,
 ) -> None:
-    """Remove weak inferred edges, orphan entities, chunks without a document and stale conversations."""
-    from rayweave.graph.maintenance import prune_graph
+    """Remove weak inferred edges, orphan entities, orphan chunks and stale conversations."""
+    from rayweave.graph.store.maintenance import prune_graph
 
     settings = _run(lambda: _settings(config, collection))
     result = _run(

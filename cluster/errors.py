@@ -14,13 +14,16 @@
     │   ├── VectorStoreError
     │   └── GraphStoreError
     ├── ServiceError              an embedded service (Ray head, graph server) failed to start/stop
-    ├── IngestError               a whole ingest run failed; per-document failures are reported, not raised
+    ├── IngestError               a whole ingest run failed (per-document failures are reported)
     └── DeadlineExceeded          a retriever missed the request deadline (recorded as `degraded`)
 
 HTTP status codes for these live in one place: `rayweave.serve.errors`.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 class RayweaveError(Exception):
@@ -102,3 +105,18 @@ class IngestError(RayweaveError):
 
 class DeadlineExceeded(RayweaveError):
     """A component missed the request deadline."""
+
+
+@contextmanager
+def reraised_as(
+    error: type[RayweaveError], what: str, *, keep: tuple[type[BaseException], ...] = ()
+) -> Iterator[None]:
+    """Rayweave's own errors (and `keep`) pass through; anything else, typically a library's
+    untyped error, is re-raised as `error(f"{what}: {exc}")`, chained to it."""
+    passing: tuple[type[BaseException], ...] = (RayweaveError, *keep)
+    try:
+        yield
+    except passing:
+        raise
+    except Exception as exc:
+        raise error(f"{what}: {exc}") from exc

@@ -14,85 +14,58 @@ from __future__ import annotations
 
 import contextlib
 import math
-import threading
-from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from qdrant_client import QdrantClient, models
 
-from rayweave.cluster.errors import InputError, NotFoundError, RayweaveError, VectorStoreError
+from rayweave.cluster.errors import NotFoundError, VectorStoreError
+from rayweave.cluster.qdrant_core import QdrantStoreCore, in_use_error
+from rayweave.cluster.qdrant_dialect import collection_config, payload_indexes
 from rayweave.cluster.settings import QDRANT_MEMORY, QdrantSettings
-from rayweave.cluster.types import SparseVector, point_uuid
-from rayweave.cluster.vector_points import (
-    CHUNK_ID,
-    FieldMatch,
-    PreparedPoint,
-    PreparedQuery,
-    check_shape,
-    chunk_id_of,
-    json_payload,
-    parse_filter,
-    point_vectors,
-    prepare_points,
-    prepare_query,
-    ranked,
-    require_filter,
-    scored_point,
-)
-from rayweave.cluster.vector_store import (
-    DENSE,
-    IMAGE,
-    SPARSE,
-    CollectionSpec,
-    Filter,
-    ScoredPoint,
-    VectorPoint,
-    VectorQuery,
-)
+from rayweave.cluster.types import SparseVector
+from rayweave.cluster.vector_points import Scalar, check_shape
+from rayweave.cluster.vector_store import DENSE, IMAGE, SPARSE, CollectionSpec
 
 MEMORY = QDRANT_MEMORY
 LOCAL_SUFFIX = ".qdrant-local"
+_INDEX_KINDS = {"keyword": models.PayloadSchemaType.KEYWORD, "bool": models.PayloadSchemaType.BOOL}
 
 
-class QdrantClientStore:
+class QdrantClientStore(QdrantStoreCore):
     """One collection through qdrant-client (see module docstring)."""
 
+    ENGINE = "qdrant-client"
+
     def __init__(self, settings: QdrantSettings, *, path: Path, collection: str) -> None:
-        self._settings = settings
-        self._name = collection
         self._server = settings.url is not None and settings.url != MEMORY
+        super().__init__(settings, collection, ClientDialect(server=self._server))
         self._where = settings.url if self._server else MEMORY
-        self._lock = threading.RLock()
-        self._spec: CollectionSpec | None = None
         try:
-            if self._server:
-                self._client = QdrantClient(
-                    url=settings.url,
-                    api_key=settings.api_key.get_secret_value() if settings.api_key else None,
-                    timeout=math.ceil(settings.timeout_s),
-                    # Keep construction free of network calls; the first request reports problems.
-                    check_compatibility=False,
-                )
-            elif settings.url == MEMORY:
-                self._client = QdrantClient(location=MEMORY)
-            else:
-                folder = Path(path).expanduser() / f"{collection}{LOCAL_SUFFIX}"
-                folder.mkdir(parents=True, exist_ok=True)
-                self._where = str(folder)
-                # Calls arrive from several threads (Ray actors); `_lock` serialises them.
-                self._client = QdrantClient(path=str(folder), force_disable_check_same_thread=True)
+            self._client = self._connect(settings, Path(path))
         except RuntimeError as exc:
-            raise VectorStoreError(
-                f"vector collection {collection!r} at {self._where} is open in another process; "
-                "embedded Qdrant is single-process: share it through the vector actor "
-                "(connect_vector_store(..., shared=True))"
-            ) from exc
+            raise in_use_error(collection, self._where) from exc
         except Exception as exc:
             raise VectorStoreError(
                 f"cannot open qdrant-client for collection {collection!r}: {exc}"
             ) from exc
-        self._closed = False
+
+    def _connect(self, settings: QdrantSettings, path: Path) -> QdrantClient:
+        if self._server:
+            return QdrantClient(
+                url=settings.url,
+                api_key=settings.api_key.get_secret_value() if settings.api_key else None,
+                timeout=math.ceil(settings.timeout_s),
+                # Keep construction free of network calls; the first request reports problems.
+                check_compatibility=False,
+            )
+        if settings.url == MEMORY:
+            return QdrantClient(location=MEMORY)
+        folder = path.expanduser() / f"{self._name}{LOCAL_SUFFIX}"
+        folder.mkdir(parents=True, exist_ok=True)
+        self._where = str(folder)
+        # Calls arrive from several threads (Ray actors); `_lock` serialises them.
+        return QdrantClient(path=str(folder), force_disable_check_same_thread=True)
 
     def __repr__(self) -> str:
         return f"QdrantClientStore({self._name!r} at {self._where})"
@@ -100,11 +73,8 @@ class QdrantClientStore:
     # -- lifecycle ------------------------------------------------------------------------------
 
     def ensure_collection(self, spec: CollectionSpec) -> None:
-        if spec.name != self._name:
-            raise ValueError(
-                f"spec names collection {spec.name!r}, this store holds {self._name!r}"
-            )
-        with self._lock, self._call("ensure_collection"):
+        self._check_name(spec)
+        with self._lock, self._engine("ensure_collection"):
             client = self._client
             if not client.collection_exists(self._name):
                 try:
@@ -113,27 +83,22 @@ class QdrantClientStore:
                     # Another process may have created it first (server mode); verify below.
                     if not client.collection_exists(self._name):
                         raise
-            existing = self._stored_spec()
-            check_shape(existing, spec)
+            check_shape(self._stored_spec(), spec)
             if self._server:
                 schema = client.get_collection(self._name).payload_schema
-                for field, kind in [
-                    *((f, models.PayloadSchemaType.KEYWORD) for f in spec.keyword_fields),
-                    *((f, models.PayloadSchemaType.BOOL) for f in spec.bool_fields),
-                ]:
+                for field, kind in payload_indexes(spec):
                     if field not in schema:
-                        client.create_payload_index(self._name, field, field_schema=kind, wait=True)
+                        client.create_payload_index(
+                            self._name, field, field_schema=_INDEX_KINDS[kind], wait=True
+                        )
             self._spec = spec
-
-    def spec(self) -> CollectionSpec:
-        return self._require()
 
     def optimize(self) -> None:
         """A server optimises in the background; local mode has no index to build."""
         self._require()
 
     def drop(self) -> None:
-        with self._lock, self._call("drop"):
+        with self._lock, self._engine("drop"):
             self._client.delete_collection(self._name)
             self._spec = None
 
@@ -142,28 +107,20 @@ class QdrantClientStore:
             if self._closed:
                 return
             self._closed = True
-            with self._call("close"):
+            with self._engine("close"):
                 self._client.close()
 
-    # -- writes ---------------------------------------------------------------------------------
+    # -- engine calls ---------------------------------------------------------------------------
 
-    def upsert(self, points: Sequence[VectorPoint]) -> None:
-        if not points:
-            return
-        spec = self._require()
-        prepared = prepare_points(points, spec)
-        batch = self._settings.upsert_batch
-        with self._lock, self._call("upsert"):
-            for start in range(0, len(prepared), batch):
-                chunk = [_point_struct(p) for p in prepared[start : start + batch]]
-                self._client.upsert(self._name, points=chunk, wait=True)
+    def _write(self, batches: list[list[Any]]) -> None:
+        with self._lock, self._engine("upsert"):
+            for batch in batches:
+                self._client.upsert(self._name, points=batch, wait=True)
 
-    def delete(self, filter: Filter) -> int:
-        flt = _client_must(require_filter(filter, "delete"))
-        self._require()
+    def _delete(self, flt: Any) -> int:
         # Count and delete under one lock: exact within this process; across processes a server
         # may see concurrent writers between the two calls.
-        with self._lock, self._call("delete"):
+        with self._lock, self._engine("delete"):
             n = self._client.count(self._name, count_filter=flt, exact=True).count
             if n:
                 self._client.delete(
@@ -171,109 +128,58 @@ class QdrantClientStore:
                 )
         return n
 
-    def set_payload(self, filter: Filter, payload: Mapping[str, Any]) -> int:
-        flt = _client_must(require_filter(filter, "set_payload"))
-        values = json_payload(payload, "set_payload")
-        if CHUNK_ID in values:
-            raise InputError(
-                f"set_payload may not change {CHUNK_ID!r}: it maps points back to chunks"
-            )
-        self._require()
-        with self._lock, self._call("set_payload"):
+    def _set_payload(self, flt: Any, values: dict[str, Any]) -> int:
+        with self._lock, self._engine("set_payload"):
             n = self._client.count(self._name, count_filter=flt, exact=True).count
             if n and values:
                 self._client.set_payload(self._name, payload=values, points=flt, wait=True)
         return n
 
-    # -- reads ----------------------------------------------------------------------------------
-
-    def query(self, query: VectorQuery) -> list[ScoredPoint]:
-        pq = prepare_query(query, self._require())
-        req = self._request(pq)
-        with self._reading(), self._call("query"):
-            resp = self._client.query_points(
+    def _search(self, request: Any) -> list[Any]:
+        req: models.QueryRequest = request
+        assert req.limit is not None
+        assert req.with_payload is not None
+        with self._reading(), self._engine("query"):
+            return self._client.query_points(
                 self._name,
                 query=req.query,
                 using=req.using,
                 prefetch=req.prefetch,
                 query_filter=req.filter,
                 search_params=req.params,
-                limit=pq.limit,
-                with_payload=pq.payload_selector,
-            )
-        return ranked(
-            [scored_point(p.id, p.score, p.payload, pq.with_payload) for p in resp.points]
-        )
+                limit=req.limit,
+                with_payload=req.with_payload,
+            ).points
 
-    def query_batch(self, queries: Sequence[VectorQuery]) -> list[list[ScoredPoint]]:
-        if not queries:
-            return []
-        spec = self._require()
-        prepared = [prepare_query(q, spec) for q in queries]
-        requests = [self._request(pq) for pq in prepared]
-        with self._reading(), self._call("query"):
+    def _search_batch(self, requests: list[Any]) -> list[list[Any]]:
+        with self._reading(), self._engine("query"):
             responses = self._client.query_batch_points(self._name, requests=requests)
-        return [
-            ranked([scored_point(p.id, p.score, p.payload, pq.with_payload) for p in resp.points])
-            for pq, resp in zip(prepared, responses, strict=True)
-        ]
+        return [resp.points for resp in responses]
 
-    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[ScoredPoint]:
-        if not ids:
-            return []
-        self._require()
-        uuids = [point_uuid(i) for i in ids]
-        with self._reading(), self._call("retrieve"):
-            records = self._client.retrieve(
+    def _fetch(self, uuids: list[str], with_vectors: bool) -> list[Any]:
+        with self._reading(), self._engine("retrieve"):
+            return self._client.retrieve(
                 self._name, ids=uuids, with_payload=True, with_vectors=with_vectors
             )
-        by_uuid = {str(r.id): r for r in records}
-        out = []
-        for uuid in uuids:
-            rec = by_uuid.get(uuid)
-            if rec is not None:
-                out.append(
-                    ScoredPoint(
-                        id=chunk_id_of(rec.payload, rec.id),
-                        score=0.0,
-                        payload=rec.payload or {},
-                        vectors=point_vectors(rec.vector, models.SparseVector)
-                        if with_vectors
-                        else {},
-                    )
-                )
-        return out
 
-    def count(self, filter: Filter | None = None) -> int:
-        flt = _client_filter(parse_filter(filter))
-        self._require()
-        with self._reading(), self._call("count"):
+    def _count(self, flt: Any) -> int:
+        with self._reading(), self._engine("count"):
             return self._client.count(self._name, count_filter=flt, exact=True).count
 
-    def scroll(
-        self, *, filter: Filter | None = None, limit: int = 256, offset: str | None = None
-    ) -> tuple[list[ScoredPoint], str | None]:
-        if limit < 1:
-            raise InputError(f"scroll limit must be at least 1, got {limit}")
-        flt = _client_filter(parse_filter(filter))
-        self._require()
-        with self._reading(), self._call("scroll"):
-            records, next_offset = self._client.scroll(
+    def _scroll(self, flt: Any, limit: int, offset: str | None) -> tuple[list[Any], object]:
+        with self._reading(), self._engine("scroll"):
+            return self._client.scroll(
                 self._name, scroll_filter=flt, limit=limit, offset=offset, with_payload=True
             )
-        points = [scored_point(r.id, 0.0, r.payload, True) for r in records]
-        return points, None if next_offset is None else str(next_offset)
 
     # -- internals ------------------------------------------------------------------------------
 
     def _require(self) -> CollectionSpec:
-        """The collection's shape; an existing collection is looked up on first use."""
-        if self._closed:
-            raise VectorStoreError(f"vector store for collection {self._name!r} is closed")
+        self._check_open()
         spec = self._spec
         if spec is not None:
             return spec
-        with self._lock, self._call("open"):
+        with self._lock, self._engine("open"):
             if self._spec is None:
                 if not self._client.collection_exists(self._name):
                     raise NotFoundError(
@@ -302,145 +208,88 @@ class QdrantClientStore:
         )
 
     def _create(self, spec: CollectionSpec) -> None:
-        s = self._settings
-        vectors = {DENSE: models.VectorParams(size=spec.dense_dim, distance=models.Distance.COSINE)}
-        if spec.image_dim is not None:
-            vectors[IMAGE] = models.VectorParams(
-                size=spec.image_dim, distance=models.Distance.COSINE
-            )
-        sparse = None
-        if spec.sparse:
-            modifier = models.Modifier.IDF if s.sparse_idf else None
-            sparse = {SPARSE: models.SparseVectorParams(modifier=modifier)}
-        quantization: models.ScalarQuantization | models.BinaryQuantization | None = None
-        hnsw = optimizers = None
-        if self._server:  # local mode ignores these (and warns)
-            hnsw = models.HnswConfigDiff(
-                m=s.hnsw_m,
-                ef_construct=s.hnsw_ef_construct,
-                full_scan_threshold=s.indexing_threshold_kb,
-            )
-            optimizers = models.OptimizersConfigDiff(indexing_threshold=s.indexing_threshold_kb)
-            if s.quantization == "int8":
-                quantization = models.ScalarQuantization(
-                    scalar=models.ScalarQuantizationConfig(
-                        type=models.ScalarType.INT8, quantile=0.99, always_ram=True
-                    )
-                )
-            elif s.quantization == "binary":
-                quantization = models.BinaryQuantization(
-                    binary=models.BinaryQuantizationConfig(always_ram=True)
-                )
-        self._client.create_collection(
-            self._name,
-            vectors_config=vectors,
-            sparse_vectors_config=sparse,
-            hnsw_config=hnsw,
-            optimizers_config=optimizers,
-            quantization_config=quantization,
-        )
+        config = collection_config(self._dialect, self._settings, spec)
+        self._client.create_collection(self._name, **config.as_kwargs())
 
-    def _request(self, pq: PreparedQuery) -> models.QueryRequest:
-        s = self._settings
-        flt = _client_filter(pq.matches)
-        params = None
-        if self._server:  # local mode is always exact and warns about search params
-            quant = None
-            if s.quantization != "none":
-                quant = models.QuantizationSearchParams(
-                    rescore=True, oversampling=s.quantization_oversampling
-                )
-            params = models.SearchParams(hnsw_ef=s.search_ef, exact=pq.exact, quantization=quant)
-        with_payload = pq.payload_selector
-        if pq.mode == "hybrid":
-            assert pq.dense is not None
-            assert pq.sparse is not None
-            fusion: models.RrfQuery | models.FusionQuery = (
-                models.RrfQuery(rrf=models.Rrf(k=s.rrf_k))
-                if pq.fusion == "rrf"
-                else models.FusionQuery(fusion=models.Fusion.DBSF)
-            )
-            return models.QueryRequest(
-                prefetch=[
-                    models.Prefetch(
-                        query=models.NearestQuery(nearest=pq.dense),
-                        using=DENSE,
-                        limit=pq.prefetch_limit,
-                        filter=flt,
-                        params=params,
-                    ),
-                    models.Prefetch(
-                        query=models.NearestQuery(nearest=_client_sparse(pq.sparse)),
-                        using=SPARSE,
-                        limit=pq.prefetch_limit,
-                        filter=flt,
-                    ),
-                ],
-                query=fusion,
-                filter=flt,
-                limit=pq.limit,
-                with_payload=with_payload,
-            )
-        if pq.mode == "sparse":
-            assert pq.sparse is not None
-            vector: list[float] | models.SparseVector = _client_sparse(pq.sparse)
-            using = SPARSE
-        else:
-            assert pq.dense is not None
-            vector, using = pq.dense, IMAGE if pq.mode == "image" else DENSE
+
+class ClientDialect:
+    """qdrant-client's models. Local mode is exact and warns about index and search settings,
+    so it gets none of them."""
+
+    sparse_type: type = models.SparseVector
+
+    def __init__(self, *, server: bool) -> None:
+        self._server = server
+
+    def sparse(self, vector: SparseVector) -> models.SparseVector:
+        return models.SparseVector(indices=list(vector.indices), values=list(vector.values))
+
+    def point(self, uuid: str, vectors: dict[str, Any], payload: dict[str, Any]) -> Any:
+        return models.PointStruct(id=uuid, vector=vectors, payload=payload)
+
+    def match_value(self, key: str, value: Scalar) -> Any:
+        return models.FieldCondition(key=key, match=models.MatchValue(value=value))
+
+    def match_any(self, key: str, values: list[str] | list[int]) -> Any:
+        return models.FieldCondition(key=key, match=models.MatchAny(any=values))
+
+    def filter(self, *, must: list[Any] | None = None, should: list[Any] | None = None) -> Any:
+        return models.Filter(must=must, should=should)
+
+    def quantization_search(self, oversampling: float) -> Any:
+        return models.QuantizationSearchParams(rescore=True, oversampling=oversampling)
+
+    def search_params(self, hnsw_ef: int, exact: bool, quantization: Any) -> Any:
+        if not self._server:
+            return None
+        return models.SearchParams(hnsw_ef=hnsw_ef, exact=exact, quantization=quantization)
+
+    def fusion(self, kind: str, rrf_k: int) -> Any:
+        if kind == "rrf":
+            return models.RrfQuery(rrf=models.Rrf(k=rrf_k))
+        return models.FusionQuery(fusion=models.Fusion.DBSF)
+
+    def prefetch(self, vector: Any, using: str, limit: int, flt: Any, params: Any) -> Any:
+        query = models.NearestQuery(nearest=vector)
+        return models.Prefetch(query=query, using=using, limit=limit, filter=flt, params=params)
+
+    def nearest(
+        self, vector: Any, using: str, flt: Any, params: Any, limit: int, payload: Any
+    ) -> Any:
+        query = models.NearestQuery(nearest=vector)
         return models.QueryRequest(
-            query=models.NearestQuery(nearest=vector),
-            using=using,
-            filter=flt,
-            params=params,
-            limit=pq.limit,
-            with_payload=with_payload,
+            query=query, using=using, filter=flt, params=params, limit=limit, with_payload=payload
         )
 
-    @contextlib.contextmanager
-    def _call(self, op: str) -> Iterator[None]:
-        """Client errors (HTTP, local-mode RuntimeErrors) become VectorStoreErrors naming the collection."""
-        try:
-            yield
-        except RayweaveError:
-            raise
-        except Exception as exc:
-            raise VectorStoreError(
-                f"qdrant-client {op} on collection {self._name!r} failed: {exc}"
-            ) from exc
-
-
-def _client_sparse(v: SparseVector) -> models.SparseVector:
-    return models.SparseVector(indices=list(v.indices), values=list(v.values))
-
-
-def _point_struct(p: PreparedPoint) -> models.PointStruct:
-    vector: dict[str, Any] = {}
-    if p.dense is not None:
-        vector[DENSE] = p.dense
-    if p.sparse is not None:
-        vector[SPARSE] = _client_sparse(p.sparse)
-    if p.image is not None:
-        vector[IMAGE] = p.image
-    return models.PointStruct(id=p.uuid, vector=vector, payload=p.payload)
-
-
-def _client_condition(m: FieldMatch) -> models.FieldCondition | models.Filter:
-    if m.values and isinstance(m.values[0], bool) and m.any_of and len(m.values) > 1:
-        # MatchAny takes only strings or integers.
-        return models.Filter(
-            should=[
-                models.FieldCondition(key=m.key, match=models.MatchValue(value=v)) for v in m.values
-            ]
+    def fused(self, fusion: Any, prefetches: list[Any], flt: Any, limit: int, payload: Any) -> Any:
+        return models.QueryRequest(
+            prefetch=prefetches, query=fusion, filter=flt, limit=limit, with_payload=payload
         )
-    if m.any_of and not (m.values and isinstance(m.values[0], bool)):
-        return models.FieldCondition(key=m.key, match=models.MatchAny(any=list(m.values)))
-    return models.FieldCondition(key=m.key, match=models.MatchValue(value=m.values[0]))
 
+    def vector_params(self, size: int) -> Any:
+        return models.VectorParams(size=size, distance=models.Distance.COSINE)
 
-def _client_must(matches: list[FieldMatch]) -> models.Filter:
-    return models.Filter(must=[_client_condition(m) for m in matches])
+    def sparse_params(self, idf: bool) -> Any:
+        return models.SparseVectorParams(modifier=models.Modifier.IDF if idf else None)
 
+    def quantization(self, kind: str) -> Any:
+        if not self._server:
+            return None
+        if kind == "int8":
+            config = models.ScalarQuantizationConfig(
+                type=models.ScalarType.INT8, quantile=0.99, always_ram=True
+            )
+            return models.ScalarQuantization(scalar=config)
+        return models.BinaryQuantization(binary=models.BinaryQuantizationConfig(always_ram=True))
 
-def _client_filter(matches: list[FieldMatch]) -> models.Filter | None:
-    return _client_must(matches) if matches else None
+    def hnsw(self, m: int, ef_construct: int, full_scan_threshold_kb: int) -> Any:
+        if not self._server:
+            return None
+        return models.HnswConfigDiff(
+            m=m, ef_construct=ef_construct, full_scan_threshold=full_scan_threshold_kb
+        )
+
+    def optimizers(self, indexing_threshold_kb: int) -> Any:
+        if not self._server:
+            return None
+        return models.OptimizersConfigDiff(indexing_threshold=indexing_threshold_kb)

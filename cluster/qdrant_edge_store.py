@@ -18,62 +18,37 @@ from __future__ import annotations
 import json
 import shutil
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import qdrant_edge as qe
 
-from rayweave.cluster.errors import InputError, NotFoundError, RayweaveError, VectorStoreError
+from rayweave.cluster.errors import NotFoundError, VectorStoreError
+from rayweave.cluster.qdrant_core import QdrantStoreCore, in_use_error
+from rayweave.cluster.qdrant_dialect import collection_config, payload_indexes
 from rayweave.cluster.settings import QdrantSettings
-from rayweave.cluster.types import SparseVector, point_uuid
-from rayweave.cluster.vector_points import (
-    CHUNK_ID,
-    FieldMatch,
-    PreparedPoint,
-    PreparedQuery,
-    check_shape,
-    chunk_id_of,
-    json_payload,
-    parse_filter,
-    point_vectors,
-    prepare_points,
-    prepare_query,
-    ranked,
-    require_filter,
-    scored_point,
-)
-from rayweave.cluster.vector_store import (
-    DENSE,
-    IMAGE,
-    SPARSE,
-    CollectionSpec,
-    Filter,
-    ScoredPoint,
-    VectorPoint,
-    VectorQuery,
-)
+from rayweave.cluster.types import SparseVector
+from rayweave.cluster.vector_points import Scalar, check_shape
+from rayweave.cluster.vector_store import DENSE, IMAGE, SPARSE, CollectionSpec
 
 _CONFIG_FILE = "edge_config.json"
+_INDEX_KINDS = {"keyword": qe.PayloadSchemaType.Keyword, "bool": qe.PayloadSchemaType.Bool}
 
 
-class QdrantEdgeStore:
+class QdrantEdgeStore(QdrantStoreCore):
     """One collection in an in-process Qdrant Edge shard (see module docstring)."""
 
+    ENGINE = "qdrant-edge"
+
     def __init__(self, settings: QdrantSettings, *, path: Path, collection: str) -> None:
-        self._settings = settings
-        self._name = collection
+        super().__init__(settings, collection, EdgeDialect())
         self._folder = Path(path).expanduser() / collection
-        self._lock = threading.RLock()
         # Group commit: `_applied` counts updates, `_flushed` the updates a finished flush covers.
         self._flush_lock = threading.Lock()
         self._applied = 0
         self._flushed = 0
         self._shard: qe.EdgeShard | None = None
-        self._spec: CollectionSpec | None = None
-        self._closed = False
 
     def __repr__(self) -> str:
         return f"QdrantEdgeStore({self._name!r} at {self._folder})"
@@ -81,10 +56,7 @@ class QdrantEdgeStore:
     # -- lifecycle ------------------------------------------------------------------------------
 
     def ensure_collection(self, spec: CollectionSpec) -> None:
-        if spec.name != self._name:
-            raise ValueError(
-                f"spec names collection {spec.name!r}, this store holds {self._name!r}"
-            )
+        self._check_name(spec)
         with self._lock:
             self._check_open()
             if self._shard is None and self._exists():
@@ -99,26 +71,15 @@ class QdrantEdgeStore:
             shard = self._shard
             with self._engine("create payload indexes"):
                 indexed = set(shard.info().payload_schema)
-                for name in spec.keyword_fields:
+                for name, kind in payload_indexes(spec):
                     if name not in indexed:
-                        shard.update(
-                            qe.UpdateOperation.create_field_index(
-                                name, qe.PayloadSchemaType.Keyword
-                            )
-                        )
-                for name in spec.bool_fields:
-                    if name not in indexed:
-                        shard.update(
-                            qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Bool)
-                        )
+                        op = qe.UpdateOperation.create_field_index(name, _INDEX_KINDS[kind])
+                        shard.update(op)
                 shard.flush()
             self._spec = spec
 
-    def spec(self) -> CollectionSpec:
-        return self._require()[1]
-
     def optimize(self) -> None:
-        shard, _ = self._require()
+        shard = self._open()
         with self._lock, self._engine("optimize"):
             shard.optimize()
             shard.flush()
@@ -145,7 +106,7 @@ class QdrantEdgeStore:
 
     def info(self) -> dict[str, int]:
         """Engine figures for status pages: points, vectors in HNSW indexes, segments."""
-        shard, _ = self._require()
+        shard = self._open()
         with self._engine("info"):
             info = shard.info()
         return {
@@ -154,22 +115,16 @@ class QdrantEdgeStore:
             "segments": info.segments_count,
         }
 
-    # -- writes ---------------------------------------------------------------------------------
+    # -- engine calls ---------------------------------------------------------------------------
 
-    def upsert(self, points: Sequence[VectorPoint]) -> None:
-        if not points:
-            return
-        shard, spec = self._require()
-        prepared = prepare_points(points, spec)
-        batch = self._settings.upsert_batch
-        for start in range(0, len(prepared), batch):
-            chunk = [_edge_point(p) for p in prepared[start : start + batch]]
-            self._update(shard, qe.UpdateOperation.upsert_points(chunk), "upsert")
+    def _write(self, batches: list[list[Any]]) -> None:
+        shard = self._open()
+        for batch in batches:
+            self._update(shard, qe.UpdateOperation.upsert_points(batch), "upsert")
         self._flush(shard)
 
-    def delete(self, filter: Filter) -> int:
-        flt = _edge_must(require_filter(filter, "delete"))
-        shard, _ = self._require()
+    def _delete(self, flt: Any) -> int:
+        shard = self._open()
         with self._lock, self._engine("delete"):
             n = shard.count(qe.CountRequest(exact=True, filter=flt))
             if n:
@@ -178,89 +133,42 @@ class QdrantEdgeStore:
             self._flush(shard)
         return n
 
-    def set_payload(self, filter: Filter, payload: Mapping[str, Any]) -> int:
-        flt = _edge_must(require_filter(filter, "set_payload"))
-        values = json_payload(payload, "set_payload")
-        if CHUNK_ID in values:
-            raise InputError(
-                f"set_payload may not change {CHUNK_ID!r}: it maps points back to chunks"
-            )
-        shard, _ = self._require()
+    def _set_payload(self, flt: Any, values: dict[str, Any]) -> int:
+        shard = self._open()
         with self._lock, self._engine("set_payload"):
             n = shard.count(qe.CountRequest(exact=True, filter=flt))
             if n and values:
-                self._update(
-                    shard, qe.UpdateOperation.set_payload_by_filter(flt, values), "set_payload"
-                )
+                op = qe.UpdateOperation.set_payload_by_filter(flt, values)
+                self._update(shard, op, "set_payload")
         if n and values:
             self._flush(shard)
         return n
 
-    # -- reads ----------------------------------------------------------------------------------
-
-    def query(self, query: VectorQuery) -> list[ScoredPoint]:
-        shard, spec = self._require()
-        prepared = prepare_query(query, spec)
+    def _search(self, request: Any) -> list[Any]:
+        shard = self._open()
         with self._engine("query"):
-            found = shard.query(self._request(prepared))
-        return ranked(
-            [scored_point(p.id, p.score, p.payload, prepared.with_payload) for p in found]
-        )
+            return shard.query(request)
 
-    def query_batch(self, queries: Sequence[VectorQuery]) -> list[list[ScoredPoint]]:
-        if not queries:
-            return []
-        shard, spec = self._require()
-        prepared = [prepare_query(q, spec) for q in queries]
+    def _search_batch(self, requests: list[Any]) -> list[list[Any]]:
+        shard = self._open()
         with self._engine("query_batch"):
-            found = shard.query_batch(qe.QueryBatchRequest([self._request(p) for p in prepared]))
-        return [
-            ranked([scored_point(p.id, p.score, p.payload, pq.with_payload) for p in hits])
-            for pq, hits in zip(prepared, found, strict=True)
-        ]
+            return shard.query_batch(qe.QueryBatchRequest(requests))
 
-    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[ScoredPoint]:
-        if not ids:
-            return []
-        shard, _ = self._require()
-        uuids = [point_uuid(i) for i in ids]
+    def _fetch(self, uuids: list[str], with_vectors: bool) -> list[Any]:
+        shard = self._open()
         with self._engine("retrieve"):
-            records = shard.retrieve(list(uuids), True, with_vectors)
-        by_uuid = {str(r.id): r for r in records}
-        out = []
-        for uuid in uuids:
-            rec = by_uuid.get(uuid)
-            if rec is not None:
-                vectors = point_vectors(rec.vector, qe.SparseVector) if with_vectors else {}
-                out.append(
-                    ScoredPoint(
-                        id=chunk_id_of(rec.payload, rec.id),
-                        score=0.0,
-                        payload=rec.payload or {},
-                        vectors=vectors,
-                    )
-                )
-        return out
+            return shard.retrieve(list(uuids), True, with_vectors)
 
-    def count(self, filter: Filter | None = None) -> int:
-        flt = _edge_filter(parse_filter(filter))
-        shard, _ = self._require()
+    def _count(self, flt: Any) -> int:
+        shard = self._open()
         with self._engine("count"):
             return shard.count(qe.CountRequest(exact=True, filter=flt))
 
-    def scroll(
-        self, *, filter: Filter | None = None, limit: int = 256, offset: str | None = None
-    ) -> tuple[list[ScoredPoint], str | None]:
-        if limit < 1:
-            raise InputError(f"scroll limit must be at least 1, got {limit}")
-        flt = _edge_filter(parse_filter(filter))
-        shard, _ = self._require()
+    def _scroll(self, flt: Any, limit: int, offset: str | None) -> tuple[list[Any], object]:
+        shard = self._open()
+        request = qe.ScrollRequest(offset=offset, limit=limit, filter=flt, with_payload=True)
         with self._engine("scroll"):
-            records, next_offset = shard.scroll(
-                qe.ScrollRequest(offset=offset, limit=limit, filter=flt, with_payload=True)
-            )
-        points = [scored_point(r.id, 0.0, r.payload, True) for r in records]
-        return points, None if next_offset is None else str(next_offset)
+            return shard.scroll(request)
 
     # -- internals ------------------------------------------------------------------------------
 
@@ -283,43 +191,40 @@ class QdrantEdgeStore:
     def _exists(self) -> bool:
         return (self._folder / _CONFIG_FILE).is_file()
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise VectorStoreError(f"vector store for collection {self._name!r} is closed")
+    def _require(self) -> CollectionSpec:
+        self._open()
+        assert self._spec is not None
+        return self._spec
 
-    def _require(self) -> tuple[qe.EdgeShard, CollectionSpec]:
-        """The open shard and its shape; an existing collection opens on first use."""
-        shard, spec = self._shard, self._spec
-        if shard is not None and spec is not None:
-            return shard, spec
+    def _open(self) -> qe.EdgeShard:
+        """The open shard; an existing collection opens on first use."""
+        shard = self._shard
+        if shard is not None and self._spec is not None:
+            return shard
         with self._lock:
             self._check_open()
             if self._shard is None:
                 if not self._exists():
                     raise NotFoundError(
-                        f"vector collection {self._name!r} does not exist under {self._folder.parent}"
+                        f"vector collection {self._name!r} does not exist "
+                        f"under {self._folder.parent}"
                     )
                 self._spec = self._persisted_spec()
                 self._shard = self._load(None)
-            assert self._spec is not None
-            return self._shard, self._spec
+            return self._shard
 
     def _load(self, config: qe.EdgeConfig | None) -> qe.EdgeShard:
         try:
             return qe.EdgeShard.load(str(self._folder), config)
         except Exception as exc:
             if "WouldBlock" in str(exc):
-                raise VectorStoreError(
-                    f"vector collection {self._name!r} at {self._folder} is open in another process; "
-                    "embedded Qdrant is single-process: share it through the vector actor "
-                    "(connect_vector_store(..., shared=True))"
-                ) from exc
+                raise in_use_error(self._name, self._folder) from exc
             raise VectorStoreError(
                 f"cannot open vector collection {self._name!r} at {self._folder}: {exc}"
             ) from exc
 
     def _persisted_spec(self) -> CollectionSpec:
-        """The shape on disk, read from the engine's persisted config (names both dims on mismatch)."""
+        """The shape on disk, read from the engine's persisted config."""
         try:
             raw = json.loads((self._folder / _CONFIG_FILE).read_text())
             vectors = raw.get("vectors") or {}
@@ -328,140 +233,88 @@ class QdrantEdgeStore:
             sparse = SPARSE in (raw.get("sparse_vectors") or {})
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise VectorStoreError(
-                f"vector collection {self._name!r} at {self._folder} has an unreadable config: {exc}"
+                f"vector collection {self._name!r} at {self._folder} has an unreadable config: "
+                f"{exc}"
             ) from exc
         return CollectionSpec(name=self._name, dense_dim=dense, sparse=sparse, image_dim=image)
 
     def _config(self, spec: CollectionSpec) -> qe.EdgeConfig:
-        s = self._settings
-        vectors = {DENSE: qe.EdgeVectorParams(size=spec.dense_dim, distance=qe.Distance.Cosine)}
-        if spec.image_dim is not None:
-            vectors[IMAGE] = qe.EdgeVectorParams(size=spec.image_dim, distance=qe.Distance.Cosine)
-        sparse = None
-        if spec.sparse:
-            modifier = qe.Modifier.Idf if s.sparse_idf else None
-            sparse = {SPARSE: qe.EdgeSparseVectorParams(modifier=modifier)}
-        quantization: qe.ScalarQuantizationConfig | qe.BinaryQuantizationConfig | None = None
-        if s.quantization == "int8":
-            quantization = qe.ScalarQuantizationConfig(
+        c = collection_config(self._dialect, self._settings, spec)
+        return qe.EdgeConfig(
+            vectors=c.vectors_config,
+            sparse_vectors=c.sparse_vectors_config,
+            hnsw_config=c.hnsw_config,
+            quantization_config=c.quantization_config,
+            optimizers=c.optimizers_config,
+        )
+
+
+class EdgeDialect:
+    """qdrant-edge-py's classes."""
+
+    sparse_type: type = qe.SparseVector
+
+    def vector_params(self, size: int) -> Any:
+        return qe.EdgeVectorParams(size=size, distance=qe.Distance.Cosine)
+
+    def sparse_params(self, idf: bool) -> Any:
+        return qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf if idf else None)
+
+    def quantization(self, kind: str) -> Any:
+        if kind == "int8":
+            return qe.ScalarQuantizationConfig(
                 type=qe.ScalarType.Int8, quantile=0.99, memory=qe.Memory.Pinned
             )
-        elif s.quantization == "binary":
-            quantization = qe.BinaryQuantizationConfig(memory=qe.Memory.Pinned)
-        return qe.EdgeConfig(
-            vectors=vectors,
-            sparse_vectors=sparse,
-            hnsw_config=qe.HnswIndexConfig(
-                m=s.hnsw_m,
-                ef_construct=s.hnsw_ef_construct,
-                full_scan_threshold=s.indexing_threshold_kb,
-            ),
-            quantization_config=quantization,
-            optimizers=qe.EdgeOptimizersConfig(indexing_threshold=s.indexing_threshold_kb),
+        return qe.BinaryQuantizationConfig(memory=qe.Memory.Pinned)
+
+    def hnsw(self, m: int, ef_construct: int, full_scan_threshold_kb: int) -> Any:
+        return qe.HnswIndexConfig(
+            m=m, ef_construct=ef_construct, full_scan_threshold=full_scan_threshold_kb
         )
 
-    def _request(self, pq: PreparedQuery) -> qe.QueryRequest:
-        s = self._settings
-        flt = _edge_filter(pq.matches)
-        quant = None
-        if s.quantization != "none":
-            quant = qe.QuantizationSearchParams(
-                rescore=True, oversampling=s.quantization_oversampling
-            )
-        params = qe.SearchParams(hnsw_ef=s.search_ef, exact=pq.exact, quantization=quant)
-        with_payload = pq.payload_selector
-        if pq.mode == "hybrid":
-            assert pq.dense is not None
-            assert pq.sparse is not None
-            fusion: qe.Fusion.Rrf | qe.Fusion.Dbsf = (
-                qe.Fusion.Rrf(k=s.rrf_k) if pq.fusion == "rrf" else qe.Fusion.Dbsf()
-            )
-            prefetches = [
-                qe.Prefetch(
-                    limit=pq.prefetch_limit,
-                    query=qe.Query.Nearest(pq.dense, using=DENSE),
-                    params=params,
-                    filter=flt,
-                ),
-                qe.Prefetch(
-                    limit=pq.prefetch_limit,
-                    query=qe.Query.Nearest(_edge_sparse(pq.sparse), using=SPARSE),
-                    filter=flt,
-                ),
-            ]
-            return qe.QueryRequest(
-                limit=pq.limit,
-                query=fusion,  # type: ignore[arg-type]  # the stubs omit Fusion's nested classes
-                prefetches=prefetches,
-                filter=flt,
-                with_payload=with_payload,
-            )
-        if pq.mode == "sparse":
-            assert pq.sparse is not None
-            vector: list[float] | qe.SparseVector = _edge_sparse(pq.sparse)
-            using = SPARSE
-        else:
-            assert pq.dense is not None
-            vector, using = pq.dense, IMAGE if pq.mode == "image" else DENSE
+    def optimizers(self, indexing_threshold_kb: int) -> Any:
+        return qe.EdgeOptimizersConfig(indexing_threshold=indexing_threshold_kb)
+
+    def sparse(self, vector: SparseVector) -> qe.SparseVector:
+        return qe.SparseVector(list(vector.indices), list(vector.values))
+
+    def point(self, uuid: str, vectors: dict[str, Any], payload: dict[str, Any]) -> Any:
+        return qe.Point(uuid, vectors, payload)
+
+    def match_value(self, key: str, value: Scalar) -> Any:
+        # qdrant-edge-py 0.9 reads a Python bool in MatchValue as the integer 1/0, which never
+        # matches a boolean payload; numpy's bool_ is not an int subclass and converts correctly.
+        match = qe.MatchValue(np.bool_(value) if isinstance(value, bool) else value)  # type: ignore[arg-type]
+        return qe.FieldCondition(key, match=match)
+
+    def match_any(self, key: str, values: list[str] | list[int]) -> Any:
+        return qe.FieldCondition(key, match=qe.MatchAny(values))
+
+    def filter(self, *, must: list[Any] | None = None, should: list[Any] | None = None) -> Any:
+        return qe.Filter(must=must, should=should)
+
+    def quantization_search(self, oversampling: float) -> Any:
+        return qe.QuantizationSearchParams(rescore=True, oversampling=oversampling)
+
+    def search_params(self, hnsw_ef: int, exact: bool, quantization: Any) -> Any:
+        return qe.SearchParams(hnsw_ef=hnsw_ef, exact=exact, quantization=quantization)
+
+    def fusion(self, kind: str, rrf_k: int) -> Any:
+        return qe.Fusion.Rrf(k=rrf_k) if kind == "rrf" else qe.Fusion.Dbsf()
+
+    def prefetch(self, vector: Any, using: str, limit: int, flt: Any, params: Any) -> Any:
+        query = qe.Query.Nearest(vector, using=using)
+        return qe.Prefetch(limit=limit, query=query, params=params, filter=flt)
+
+    def nearest(
+        self, vector: Any, using: str, flt: Any, params: Any, limit: int, payload: Any
+    ) -> Any:
+        query = qe.Query.Nearest(vector, using=using)
         return qe.QueryRequest(
-            limit=pq.limit,
-            query=qe.Query.Nearest(vector, using=using),
-            filter=flt,
-            params=params,
-            with_payload=with_payload,
+            limit=limit, query=query, filter=flt, params=params, with_payload=payload
         )
 
-    @contextmanager
-    def _engine(self, op: str) -> Iterator[None]:
-        """Engine errors (plain `Exception`s) become VectorStoreErrors naming the collection."""
-        try:
-            yield
-        except RayweaveError:
-            raise
-        except Exception as exc:
-            raise VectorStoreError(
-                f"qdrant-edge {op} on collection {self._name!r} failed: {exc}"
-            ) from exc
-
-
-def _edge_sparse(v: SparseVector) -> qe.SparseVector:
-    return qe.SparseVector(list(v.indices), list(v.values))
-
-
-def _edge_point(p: PreparedPoint) -> qe.Point:
-    vector: dict[str, Any] = {}
-    if p.dense is not None:
-        vector[DENSE] = p.dense
-    if p.sparse is not None:
-        vector[SPARSE] = _edge_sparse(p.sparse)
-    if p.image is not None:
-        vector[IMAGE] = p.image
-    return qe.Point(p.uuid, vector, p.payload)
-
-
-def _edge_bool(value: bool) -> Any:
-    # qdrant-edge-py 0.9 reads a Python bool in MatchValue as the integer 1/0, which never
-    # matches a boolean payload; numpy's bool_ is not an int subclass and converts correctly.
-    return np.bool_(value)
-
-
-def _edge_condition(m: FieldMatch) -> qe.FieldCondition | qe.Filter:
-    if m.values and isinstance(m.values[0], bool):
-        if not m.any_of or len(m.values) == 1:
-            return qe.FieldCondition(m.key, match=qe.MatchValue(_edge_bool(bool(m.values[0]))))
-        return qe.Filter(
-            should=[
-                qe.FieldCondition(m.key, match=qe.MatchValue(_edge_bool(bool(v)))) for v in m.values
-            ]
+    def fused(self, fusion: Any, prefetches: list[Any], flt: Any, limit: int, payload: Any) -> Any:
+        return qe.QueryRequest(
+            limit=limit, query=fusion, prefetches=prefetches, filter=flt, with_payload=payload
         )
-    if m.any_of:
-        return qe.FieldCondition(m.key, match=qe.MatchAny(list(m.values)))
-    return qe.FieldCondition(m.key, match=qe.MatchValue(m.values[0]))
-
-
-def _edge_must(matches: list[FieldMatch]) -> qe.Filter:
-    return qe.Filter(must=[_edge_condition(m) for m in matches])
-
-
-def _edge_filter(matches: list[FieldMatch]) -> qe.Filter | None:
-    return _edge_must(matches) if matches else None

@@ -41,12 +41,12 @@ class HeadInfo:
 
 
 def ray_temp_dir(settings: Settings) -> Path:
-    return settings.home.expanduser() / "ray"
+    return Path(settings.home).expanduser() / "ray"
 
 
 def ray_console_log(settings: Settings) -> Path:
     """Where the CLI sends what Ray prints to a command's terminal (`rayweave status` names it)."""
-    return settings.home.expanduser() / "logs" / "ray-console.log"
+    return Path(settings.home).expanduser() / "logs" / "ray-console.log"
 
 
 def _port_open(host: str, port: int, timeout: float = 0.5) -> bool:
@@ -95,19 +95,24 @@ def _ensure_token() -> None:
     os.chmod(AUTH_TOKEN_PATH, 0o600)
 
 
+def _head_info(settings: Settings, *, started: bool) -> HeadInfo:
+    ray_cfg = settings.ray
+    return HeadInfo(
+        gcs_address=f"127.0.0.1:{ray_cfg.port}",
+        dashboard_url=f"http://{ray_cfg.dashboard_host}:{ray_cfg.dashboard_port}",
+        temp_dir=ray_temp_dir(settings),
+        auth=ray_cfg.auth,
+        started=started,
+    )
+
+
 def start_head(settings: Settings) -> HeadInfo:
     """Start the embedded head, or reuse the one already running. Idempotent."""
     ray_cfg = settings.ray
     temp_dir = ray_temp_dir(settings)
     dashboard = f"http://{ray_cfg.dashboard_host}:{ray_cfg.dashboard_port}"
     if head_running(settings):
-        return HeadInfo(
-            gcs_address=f"127.0.0.1:{ray_cfg.port}",
-            dashboard_url=dashboard,
-            temp_dir=temp_dir,
-            auth=ray_cfg.auth,
-            started=False,
-        )
+        return _head_info(settings, started=False)
     if _port_open("127.0.0.1", ray_cfg.port):
         raise ServiceError(
             f"port {ray_cfg.port} is taken but no Ray dashboard answers on {dashboard}; "
@@ -153,13 +158,7 @@ def start_head(settings: Settings) -> HeadInfo:
                 f"Ray head did not answer on {dashboard} within {ray_cfg.start_timeout_s}s"
             )
         time.sleep(0.25)
-    return HeadInfo(
-        gcs_address=f"127.0.0.1:{ray_cfg.port}",
-        dashboard_url=dashboard,
-        temp_dir=temp_dir,
-        auth=ray_cfg.auth,
-        started=True,
-    )
+    return _head_info(settings, started=True)
 
 
 def connect(settings: Settings, *, start: bool = True) -> None:
@@ -175,7 +174,8 @@ def connect(settings: Settings, *, start: bool = True) -> None:
         if not head_running(settings):
             if not start:
                 raise ServiceError(
-                    "the rayweave Ray head is not running; start it with `rayweave serve` or `rayweave ingest`"
+                    "the rayweave Ray head is not running; start it with `rayweave serve` or "
+                    "`rayweave ingest`"
                 )
             start_head(settings)
         address = f"127.0.0.1:{settings.ray.port}"
@@ -198,7 +198,7 @@ def metrics_urls() -> list[str]:
 
     return [
         f"http://{node['NodeManagerAddress']}:{node['MetricsExportPort']}/metrics"
-        for node in ray.nodes()
+        for node in ray.nodes()  # type: ignore[no-untyped-call]
         if node.get("Alive") and node.get("MetricsExportPort")
     ]
 

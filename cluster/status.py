@@ -33,7 +33,8 @@ class StatusReport:
                 f"logs     {self.logs}",
                 "",
                 "submit ingestion as a Ray job:",
-                f"  {exports} ray job submit --working-dir . -- python -m rayweave.ingest.job PATH...",
+                f"  {exports} ray job submit --working-dir . -- "
+                "python -m rayweave.ingest.job PATH...",
                 '  (or: eval "$(rayweave status --env)")',
             ]
         )
@@ -89,7 +90,7 @@ def _serve_status(settings: Settings) -> str:
     try:
         connect(settings, start=False)
         apps = serve.status().applications
-    except Exception as exc:  # a cluster without Serve answers with various errors
+    except Exception as exc:  # noqa: BLE001 - a cluster without Serve answers with various errors
         return f"unknown ({type(exc).__name__})"
     app = apps.get(settings.serve.app_name)
     if app is None:
@@ -142,9 +143,9 @@ def stop_all(settings: Settings) -> list[str]:
 
         connect(settings, start=False)
         try:
-            serve.shutdown()
+            serve.shutdown()  # type: ignore[no-untyped-call]
             lines.append("serve: stopped")
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - reported; the rest still stops
             lines.append(f"serve: {type(exc).__name__}: {exc}")
         closed = shutdown_vector_actors(settings.ray.namespace)
         lines.append(f"vectors: flushed and closed {len(closed)} store actor(s)")

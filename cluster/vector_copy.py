@@ -34,19 +34,12 @@ from typing import Any, Literal
 
 import ray
 
+from rayweave.cluster import vector_store as vs
 from rayweave.cluster.errors import RayweaveError
 from rayweave.cluster.runtime import process_exists
 from rayweave.cluster.settings import QdrantSettings, Settings
+from rayweave.cluster.vector_open import open_vector_store
 from rayweave.cluster.vector_service import RemoteVectorStore, vector_store_for
-from rayweave.cluster.vector_store import (
-    CollectionSpec,
-    Filter,
-    ScoredPoint,
-    VectorPoint,
-    VectorQuery,
-    VectorStore,
-    open_vector_store,
-)
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +50,7 @@ RETIRE_AFTER_S = 30.0
 @dataclass(frozen=True, slots=True)
 class _Copy:
     version: str
-    store: VectorStore
+    store: vs.VectorStore
     folder: Path
 
 
@@ -106,49 +99,58 @@ class ReplicaVectorStore:
         """Copies built so far (each a full export through the actor)."""
         return self._builds
 
-    def _reader(self) -> VectorStore:
+    def _reader(self) -> vs.VectorStore:
         copy = self._copy
         return copy.store if copy is not None and copy.version == self._latest else self._remote
 
     # -- reads: the copy when current ----------------------------------------------------------
 
-    def query(self, query: VectorQuery) -> list[ScoredPoint]:
-        return self._reader().query(query)
+    def query(self, query: vs.VectorQuery) -> list[vs.ScoredPoint]:
+        hits: list[vs.ScoredPoint] = self._reader().query(query)
+        return hits
 
-    def query_batch(self, queries: Sequence[VectorQuery]) -> list[list[ScoredPoint]]:
-        return self._reader().query_batch(queries)
+    def query_batch(self, queries: Sequence[vs.VectorQuery]) -> list[list[vs.ScoredPoint]]:
+        hits: list[list[vs.ScoredPoint]] = self._reader().query_batch(queries)
+        return hits
 
-    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[ScoredPoint]:
-        return self._reader().retrieve(ids, with_vectors=with_vectors)
+    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[vs.ScoredPoint]:
+        found: list[vs.ScoredPoint] = self._reader().retrieve(ids, with_vectors=with_vectors)
+        return found
 
-    def count(self, filter: Filter | None = None) -> int:
-        return self._reader().count(filter)
+    def count(self, filter: vs.Filter | None = None) -> int:
+        n: int = self._reader().count(filter)
+        return n
 
     def scroll(
-        self, *, filter: Filter | None = None, limit: int = 256, offset: str | None = None
-    ) -> tuple[list[ScoredPoint], str | None]:
-        return self._reader().scroll(filter=filter, limit=limit, offset=offset)
+        self, *, filter: vs.Filter | None = None, limit: int = 256, offset: str | None = None
+    ) -> tuple[list[vs.ScoredPoint], str | None]:
+        page: tuple[list[vs.ScoredPoint], str | None] = self._reader().scroll(
+            filter=filter, limit=limit, offset=offset
+        )
+        return page
 
-    def spec(self) -> CollectionSpec:
+    def spec(self) -> vs.CollectionSpec:
         return self._remote.spec()
 
     # -- writes: the actor ---------------------------------------------------------------------
 
-    def ensure_collection(self, spec: CollectionSpec) -> None:
+    def ensure_collection(self, spec: vs.CollectionSpec) -> None:
         with self._writing():
             self._remote.ensure_collection(spec)
 
-    def upsert(self, points: Sequence[VectorPoint]) -> None:
+    def upsert(self, points: Sequence[vs.VectorPoint]) -> None:
         with self._writing():
             self._remote.upsert(points)
 
-    def delete(self, filter: Filter) -> int:
+    def delete(self, filter: vs.Filter) -> int:
         with self._writing():
-            return self._remote.delete(filter)
+            n: int = self._remote.delete(filter)
+        return n
 
-    def set_payload(self, filter: Filter, payload: Mapping[str, Any]) -> int:
+    def set_payload(self, filter: vs.Filter, payload: Mapping[str, Any]) -> int:
         with self._writing():
-            return self._remote.set_payload(filter, payload)
+            n: int = self._remote.set_payload(filter, payload)
+        return n
 
     def drop(self) -> None:
         with self._writing():
@@ -266,7 +268,7 @@ def _remove_orphans(root: Path) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def replica_vector_store(settings: Settings, collection: str | None = None) -> VectorStore:
+def replica_vector_store(settings: Settings, collection: str | None = None) -> vs.VectorStore:
     """The store a Serve replica reads: a `ReplicaVectorStore` over an embedded store's actor,
     else (a Qdrant server, or copies turned off) what `vector_store_for` gives."""
     store = vector_store_for(settings, collection, shared=True)

@@ -244,7 +244,8 @@ def dense_matrix(
         raise InputError(f"{name} vectors must be 1-D, got an array of shape {matrix.shape}")
     if dim is not None and matrix.shape[1] != dim:
         raise InputError(
-            f"point {ids[0]!r}: {name} vector has {matrix.shape[1]} dimensions, the collection has {dim}"
+            f"point {ids[0]!r}: {name} vector has {matrix.shape[1]} dimensions, "
+            f"the collection has {dim}"
         )
     finite = np.isfinite(matrix).all(axis=1)
     if not finite.all():

@@ -29,10 +29,17 @@ import numpy as np
 import ray
 from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError, RayTaskError
 
-from rayweave.cluster.errors import InputError, RayweaveError, ServiceError, VectorStoreError
+from rayweave.cluster.errors import (
+    InputError,
+    RayweaveError,
+    ServiceError,
+    VectorStoreError,
+    reraised_as,
+)
 from rayweave.cluster.idle import IdleResource
 from rayweave.cluster.settings import QDRANT_MEMORY, QdrantSettings, Settings
 from rayweave.cluster.types import SparseVector
+from rayweave.cluster.vector_open import open_vector_store
 from rayweave.cluster.vector_points import dense_matrix
 from rayweave.cluster.vector_store import (
     DENSE,
@@ -44,7 +51,6 @@ from rayweave.cluster.vector_store import (
     VectorPoint,
     VectorQuery,
     VectorStore,
-    open_vector_store,
 )
 
 log = logging.getLogger(__name__)
@@ -54,6 +60,9 @@ ACTOR_PREFIX = "rayweave-vectors-"
 _HEAD_NODE = {"node:__internal_head__": 0.001}
 # Restarts after a crash reopen the store from disk (its write-ahead log replays).
 _MAX_RESTARTS = 3
+# What `RemoteVectorStore._call` handles itself (retry, re-create, or report); the rest of a
+# failed call becomes a VectorStoreError.
+_RAY_ERRORS = (RayTaskError, GetTimeoutError, ActorUnavailableError, RayActorError)
 # The actor's method set. Detached actors outlive upgrades: a caller whose code knows a newer set
 # replaces an older actor (its data is on disk). 2: version and export, for replica copies;
 # 3: hits in a canonical order (equal scores by id), as copies give them.
@@ -169,7 +178,8 @@ def _pack_dense(
 def _row(matrix: np.ndarray | None, mask: np.ndarray | None, i: int) -> np.ndarray | None:
     if matrix is None or mask is None or not mask[i]:
         return None
-    return matrix[i]
+    row: np.ndarray = matrix[i]
+    return row
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,11 +257,13 @@ class VectorStoreActor:
 
     def delete(self, filter: Filter) -> int:
         with self._writing() as store:
-            return store.delete(filter)
+            n: int = store.delete(filter)
+        return n
 
     def set_payload(self, filter: Filter, payload: Mapping[str, Any]) -> int:
         with self._writing() as store:
-            return store.set_payload(filter, payload)
+            n: int = store.set_payload(filter, payload)
+        return n
 
     def spec(self) -> CollectionSpec:
         with self._engine.use() as store:
@@ -266,25 +278,32 @@ class VectorStoreActor:
 
     def query(self, query: VectorQuery) -> list[ScoredPoint]:
         with self._engine.use() as store:
-            return store.query(query)
+            hits: list[ScoredPoint] = store.query(query)
+        return hits
 
     def query_batch(self, queries: Sequence[VectorQuery]) -> list[list[ScoredPoint]]:
         with self._engine.use() as store:
-            return store.query_batch(queries)
+            hits: list[list[ScoredPoint]] = store.query_batch(queries)
+        return hits
 
     def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[ScoredPoint]:
         with self._engine.use() as store:
-            return store.retrieve(ids, with_vectors=with_vectors)
+            found: list[ScoredPoint] = store.retrieve(ids, with_vectors=with_vectors)
+        return found
 
     def count(self, filter: Filter | None = None) -> int:
         with self._engine.use() as store:
-            return store.count(filter)
+            n: int = store.count(filter)
+        return n
 
     def scroll(
         self, filter: Filter | None = None, limit: int = 256, offset: str | None = None
     ) -> tuple[list[ScoredPoint], str | None]:
         with self._engine.use() as store:
-            return store.scroll(filter=filter, limit=limit, offset=offset)
+            page: tuple[list[ScoredPoint], str | None] = store.scroll(
+                filter=filter, limit=limit, offset=offset
+            )
+        return page
 
     def optimize(self) -> None:
         with self._engine.use() as store:
@@ -385,17 +404,17 @@ class RemoteVectorStore:
         timeout = timeout_s or self._settings.timeout_s
         deadline = time.monotonic() + timeout
         reacquired = False
+        failed = f"vector actor {self._name!r}: {method} failed"
         while True:
             try:
-                ref = getattr(self._handle, method).remote(*args, **kwargs)
-                return ray.get(ref, timeout=max(deadline - time.monotonic(), 0.1))
+                with reraised_as(VectorStoreError, failed, keep=_RAY_ERRORS):
+                    ref = getattr(self._handle, method).remote(*args, **kwargs)
+                    return ray.get(ref, timeout=max(deadline - time.monotonic(), 0.1))
             except RayTaskError as exc:
                 cause = exc.cause
                 if isinstance(cause, RayweaveError):
                     raise cause from exc
-                raise VectorStoreError(
-                    f"vector actor {self._name!r}: {method} failed: {cause!r}"
-                ) from cause
+                raise VectorStoreError(f"{failed}: {cause!r}") from cause
             except GetTimeoutError as exc:
                 raise VectorStoreError(
                     f"vector actor {self._name!r} did not answer {method} within {timeout}s"
@@ -418,12 +437,6 @@ class RemoteVectorStore:
                 self._handle = _acquire_actor(
                     self._settings, self._path, self._collection, self._namespace
                 )
-            except RayweaveError:
-                raise
-            except Exception as exc:
-                raise VectorStoreError(
-                    f"vector actor {self._name!r}: {method} failed: {exc}"
-                ) from exc
 
     def ensure_collection(self, spec: CollectionSpec) -> None:
         self._call("ensure_collection", spec)
@@ -487,7 +500,8 @@ class RemoteVectorStore:
         self._call("drop")
 
     def close(self) -> None:
-        """Releases this proxy only: the actor keeps serving others until `shutdown_vector_actors`."""
+        """Releases this proxy only: the actor keeps serving others until
+        `shutdown_vector_actors`."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -556,7 +570,7 @@ def describe_vector_actors(
             handle = ray.get_actor(name, namespace=namespace)
             info: Any = ray.get(handle.describe.remote(), timeout=timeout_s)
             out.append(dict(info))
-        except Exception as exc:  # gone or unresponsive: still listed
+        except Exception as exc:  # noqa: BLE001 - gone or unresponsive: still listed
             out.append({"collection": name.removeprefix(ACTOR_PREFIX), "error": repr(exc)})
     return out
 
@@ -573,7 +587,7 @@ def shutdown_vector_actors(namespace: str = "rayweave", *, timeout_s: float = 30
             continue  # already gone
         try:
             ray.get(handle.close.remote(), timeout=timeout_s)
-        except Exception as exc:  # still kill it; the write-ahead log covers what was not flushed
+        except Exception as exc:  # noqa: BLE001 - kill it anyway; the WAL covers unflushed writes
             log.warning("vector actor %s did not close cleanly: %s", name, exc)
         ray.kill(handle, no_restart=True)
     return names

@@ -6,21 +6,19 @@ sparse vector (`sparse`) and optional image vectors (`image`); ids are chunk ids
 UUIDs inside the adapters because Qdrant accepts only integers and UUIDs.
 
 Adapters: `QdrantEdgeStore` (qdrant-edge-py, in-process, the default) and `QdrantClientStore`
-(qdrant-client: a server URL, or its local mode). `open_vector_store` picks one from settings.
-Embedded engines lock their folder to one process; components in other processes (Ray Data
-writers, Serve replicas) use `rayweave.cluster.vector_service.connect_vector_store` instead.
+(qdrant-client: a server URL, or its local mode); `rayweave.cluster.vector_open` picks one
+from settings. Embedded engines lock their folder to one process; components in other processes
+(Ray Data writers, Serve replicas) use `rayweave.cluster.vector_service.connect_vector_store`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 
-from rayweave.cluster.settings import QdrantSettings
 from rayweave.cluster.types import SparseVector
 
 # Equality on a keyword/int/bool payload field, or any-of when the value is a list/tuple.
@@ -51,7 +49,8 @@ class CollectionSpec:
         "parent_id",
         "source",
     )
-    # Payload fields that get a bool index: `visible` hides a document's chunks until all are written.
+    # Payload fields that get a bool index: `visible` hides a document's chunks until all are
+    # written.
     bool_fields: tuple[str, ...] = ("visible",)
 
 
@@ -105,7 +104,8 @@ class VectorStore(Protocol):
     """
 
     def ensure_collection(self, spec: CollectionSpec) -> None:
-        """Create the collection if missing; verify its shape if present (VectorStoreError if not)."""
+        """Create the collection if missing; verify its shape if present (VectorStoreError if
+        not)."""
 
     def upsert(self, points: Sequence[VectorPoint]) -> None:
         """Insert or replace points by id; the same ids twice leave one copy."""
@@ -148,17 +148,3 @@ class VectorStore(Protocol):
 
     def close(self) -> None:
         """Flush and release the collection (files, locks, connections)."""
-
-
-def open_vector_store(
-    settings: QdrantSettings, *, path: Path, collection: str | None = None
-) -> VectorStore:
-    """Open the configured adapter in this process for `collection` (default: settings.collection)."""
-    name = collection or settings.collection
-    if settings.backend == "edge":
-        from rayweave.cluster.qdrant_edge_store import QdrantEdgeStore
-
-        return QdrantEdgeStore(settings, path=path, collection=name)
-    from rayweave.cluster.qdrant_client_store import QdrantClientStore
-
-    return QdrantClientStore(settings, path=path, collection=name)

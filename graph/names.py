@@ -15,8 +15,10 @@ import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 
 from rayweave.cluster.types import stable_id
+from rayweave.models.stopwords import FUNCTION_WORDS
 
 _APOSTROPHES = re.compile(r"['’`´]")
 _CODE_NAME = re.compile(
@@ -27,143 +29,6 @@ _NON_WORD = re.compile(r"[^\w.:]+|(?<!\w)[.:]+|[.:]+(?!\w)")
 _SPACES = re.compile(r"\s+")
 _TOKEN = re.compile(r"[A-Za-z0-9_][\w'’.:-]*[\w]|[A-Za-z0-9_]")
 _LEADING_ARTICLES = ("the ", "a ", "an ")
-
-# Words that never form an entity on their own (a gazetteer over titles like "The" or "It").
-STOPWORDS: frozenset[str] = frozenset(
-    [
-        "a",
-        "about",
-        "above",
-        "after",
-        "again",
-        "against",
-        "all",
-        "am",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "because",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "doing",
-        "down",
-        "during",
-        "each",
-        "few",
-        "for",
-        "from",
-        "further",
-        "had",
-        "has",
-        "have",
-        "having",
-        "he",
-        "her",
-        "here",
-        "hers",
-        "herself",
-        "him",
-        "himself",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "itself",
-        "just",
-        "me",
-        "more",
-        "most",
-        "my",
-        "myself",
-        "no",
-        "nor",
-        "not",
-        "now",
-        "of",
-        "off",
-        "on",
-        "once",
-        "only",
-        "or",
-        "other",
-        "our",
-        "ours",
-        "ourselves",
-        "out",
-        "over",
-        "own",
-        "same",
-        "she",
-        "should",
-        "so",
-        "some",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "theirs",
-        "them",
-        "themselves",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "through",
-        "to",
-        "too",
-        "under",
-        "until",
-        "up",
-        "very",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "yours",
-        "yourself",
-        "yourselves",
-        "also",
-        "may",
-        "might",
-        "must",
-        "shall",
-    ]
-)
 
 
 def is_code_name(name: str) -> bool:
@@ -187,7 +52,8 @@ def singular_word(word: str) -> str:
 
 @functools.lru_cache(maxsize=1 << 18)
 def normalize_name(name: str) -> str:
-    """The canonical lookup form of a surface name (see module docstring); '' when nothing is left."""
+    """The canonical lookup form of a surface name (see module docstring); '' when nothing
+    is left."""
     text = unicodedata.normalize("NFKC", name).strip()
     text = _CALL_SUFFIX.sub("", text)
     if is_code_name(text):
@@ -206,7 +72,8 @@ def normalize_name(name: str) -> str:
 
 
 def singular(normalized: str) -> str:
-    """The normalised name with its last word singularised (`ray deployments` -> `ray deployment`)."""
+    """The normalised name with its last word singularised (`ray deployments` ->
+    `ray deployment`)."""
     if not normalized or is_code_name(normalized):
         return normalized
     head, _, last = normalized.rpartition(" ")
@@ -222,7 +89,8 @@ def variants(normalized: str) -> tuple[str, ...]:
 
 def entity_id(normalized: str) -> str:
     """Stable entity id of a normalised name (the same on every machine and run)."""
-    return stable_id("entity", normalized)
+    eid: str = stable_id("entity", normalized)
+    return eid
 
 
 def short_name(normalized: str) -> str | None:
@@ -260,7 +128,7 @@ def name_ngrams(
     """
     toks = tokens(text)
     for i in range(len(toks)):
-        if toks[i].lower() in STOPWORDS:
+        if toks[i].lower() in FUNCTION_WORDS:
             # "the Beatles" is still found through its window starting at "Beatles".
             continue
         if starts is not None:
@@ -273,7 +141,7 @@ def name_ngrams(
         for n in range(1, max_len + 1):
             if i + n > len(toks):
                 break
-            if toks[i + n - 1].lower() in STOPWORDS:
+            if toks[i + n - 1].lower() in FUNCTION_WORDS:
                 continue
             norm = normalize_name(" ".join(toks[i : i + n]))
             if norm:
@@ -282,10 +150,36 @@ def name_ngrams(
 
 def is_informative(normalized: str) -> bool:
     """Whether a name can stand as an entity: not a stopword, not a bare number, >= 2 chars."""
-    if len(normalized) < 2 or normalized in STOPWORDS:
+    if len(normalized) < 2 or normalized in FUNCTION_WORDS:
         return False
     return not normalized.replace(" ", "").replace(".", "").isdigit()
 
 
 def unique(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(i for i in items if i))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryForm:
+    """A normalised name the query contains, with its token span (for longest-match)."""
+
+    form: str
+    start: int
+    length: int
+    exact: bool
+
+
+def query_forms(text: str, max_ngram: int, names: Iterable[str] = ()) -> list[QueryForm]:
+    """Every n-gram of the query (and its singular), plus explicitly given names (span -1)."""
+    out: dict[str, QueryForm] = {}
+    for start, length, norm in name_ngrams(text, max_ngram):
+        for i, form in enumerate(variants(norm)):
+            old = out.get(form)
+            cand = QueryForm(form=form, start=start, length=length, exact=i == 0)
+            if old is None or (cand.length, cand.exact) > (old.length, old.exact):
+                out[form] = cand
+    for name in names:
+        norm = normalize_name(name)
+        for i, form in enumerate(variants(norm)):
+            out[form] = QueryForm(form=form, start=-1, length=len(form.split()), exact=i == 0)
+    return list(out.values())

@@ -132,7 +132,7 @@ class GraphProjection:
     def nbytes(self) -> int:
         """Memory held by the arrays and matrices (cached transitions included); Python
         containers for ids and names are estimated at their string sizes plus dict slots."""
-        total = sum(
+        total: int = sum(
             m.data.nbytes + m.indices.nbytes + m.indptr.nbytes for m in self.relations.values()
         )
         for t in self._transitions.values():

@@ -244,18 +244,21 @@ class GraphBatch:
 
 
 def schema_statements() -> list[str]:
-    """Idempotent DDL both Neo4j 5 and ArcadeDB accept: one unique key and an `ns` index per label."""
+    """Idempotent DDL both Neo4j 5 and ArcadeDB accept: one unique key and an `ns` index per
+    label."""
     statements: list[str] = []
     for label in NodeLabel:
         low = label.value.lower()
         statements.append(
-            f"CREATE CONSTRAINT rw_{low}_key IF NOT EXISTS FOR (n:{label.value}) REQUIRE n.key IS UNIQUE"
+            f"CREATE CONSTRAINT rw_{low}_key IF NOT EXISTS "
+            f"FOR (n:{label.value}) REQUIRE n.key IS UNIQUE"
         )
         statements.append(f"CREATE INDEX rw_{low}_ns IF NOT EXISTS FOR (n:{label.value}) ON (n.ns)")
     # The Level.DOCUMENT chunk id of a Document, so chunk ids of every level resolve by one seek.
     statements.append("CREATE INDEX rw_document_ckey IF NOT EXISTS FOR (n:Document) ON (n.ckey)")
     for label in (NodeLabel.SECTION, NodeLabel.PROPOSITION):
         statements.append(
-            f"CREATE INDEX rw_{label.value.lower()}_doc IF NOT EXISTS FOR (n:{label.value}) ON (n.dkey)"
+            f"CREATE INDEX rw_{label.value.lower()}_doc IF NOT EXISTS "
+            f"FOR (n:{label.value}) ON (n.dkey)"
         )
     return statements

@@ -18,10 +18,12 @@ import numpy as np
 
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import GraphPath, Hit
+from rayweave.graph.names import query_forms
 from rayweave.graph.ppr import Weights, edge_weight, explain, personalized_pagerank, top_nodes
+from rayweave.graph.profiles import TraversalProfile
 from rayweave.graph.projection import RELATIONS, GraphProjection, NodeKind, entity_rows_for
 from rayweave.graph.schema import RelType
-from rayweave.graph.traversal import TraversalProfile, idf, query_forms
+from rayweave.graph.scoring import idf
 
 WALK = "ppr"
 

@@ -1,4 +1,5 @@
-"""Ingestion as a Ray job: `ray job submit --working-dir . -- python -m rayweave.ingest.job PATH...`.
+"""Ingestion as a Ray job:
+`ray job submit --working-dir . -- python -m rayweave.ingest.job PATH...`.
 
 The job's driver runs on the cluster, so `ray.init()` joins it through the address Ray's job
 runner provides; configuration comes from the cluster's environment (`RAYWEAVE_*`) or `--config`.

@@ -7,8 +7,8 @@ sections and propositions.
 
 Error patterns recognised: codes such as `E1234`, `TS2345`, `ORA-00942`; `ERR_FOO_BAR` and
 `ERROR_FOO` constants; POSIX errno names (`ENOENT`); exception classes with their message
-(`ValueError: bad input`) and the last line of a Python traceback; HTTP statuses (`HTTP 404`, `503 Service Unavailable`); rustc's
-`error[E0382]`.
+(`ValueError: bad input`) and the last line of a Python traceback; HTTP statuses (`HTTP 404`,
+`503 Service Unavailable`); rustc's `error[E0382]`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rayweave.cluster.types import ContentType
+from rayweave.models.stopwords import CODE_KEYWORDS, KEYWORD_STOPWORDS
 
 __all__ = [
     "ChunkMetadata",
@@ -93,7 +94,8 @@ def extract_references(text: str) -> tuple[str, ...]:
 _IMPORTS = re.compile(
     r"^[ \t]*(?:"
     r"from[ \t]+([\w.]+)[ \t]+import\b"  # python
-    r"|import[ \t]+([\w.]+(?:[ \t]*,[ \t]*[\w.]+)*)[ \t]*(?:as[ \t]+\w+)?[ \t]*;?[ \t]*$"  # python/java
+    # python/java
+    r"|import[ \t]+([\w.]+(?:[ \t]*,[ \t]*[\w.]+)*)[ \t]*(?:as[ \t]+\w+)?[ \t]*;?[ \t]*$"
     r"|import[ \t]+(?:type[ \t]+)?(?:[\w*{}\s,]+?[ \t]+from[ \t]+)?[\"']([^\"']+)[\"']"  # js/ts
     r"|(?:pub[ \t]+)?use[ \t]+([\w:]+)"  # rust/move
     r"|#include[ \t]*[<\"]([^>\"]+)[>\"]"  # c
@@ -103,7 +105,8 @@ _IMPORTS = re.compile(
 _REQUIRE = re.compile(r"\brequire\(\s*[\"']([^\"']+)[\"']\s*\)")
 _GO_IMPORT = re.compile(r"^[ \t]*import[ \t]*\(([^)]*)\)", re.MULTILINE)
 _INSTALL = re.compile(
-    r"\b(?:pip3?|uv[ \t]+pip|poetry|pipx)[ \t]+(?:install|add)[ \t]+((?:-{1,2}[\w-]+(?:=\S+)?[ \t]+)*)([^\n`]*)"
+    r"\b(?:pip3?|uv[ \t]+pip|poetry|pipx)[ \t]+(?:install|add)[ \t]+"
+    r"((?:-{1,2}[\w-]+(?:=\S+)?[ \t]+)*)([^\n`]*)"
     r"|\b(?:npm[ \t]+(?:install|i|add)|yarn[ \t]+add|pnpm[ \t]+add)[ \t]+([^\n`]*)"
     r"|\bcargo[ \t]+add[ \t]+([^\n`]*)"
     r"|\bgo[ \t]+get[ \t]+([^\n`]*)"
@@ -159,13 +162,16 @@ _ERRNO = re.compile(
     r"SPIPE|MLINK|DOM|RANGE|PROTO|WOULDBLOCK))\b"
 )
 _EXCEPTION = re.compile(
-    r"\b((?:[a-z_][\w]*\.)*[A-Z][A-Za-z0-9]*(?:Error|Exception|Fault|Failure|Panic|Warning))\b(?::[ \t]+([^\n]{1,200}))?"
+    r"\b((?:[a-z_][\w]*\.)*[A-Z][A-Za-z0-9]*(?:Error|Exception|Fault|Failure|Panic|Warning))\b"
+    r"(?::[ \t]+([^\n]{1,200}))?"
 )
 _HTTP = re.compile(
     r"\bHTTP(?:/\d(?:\.\d)?)?[ \t]+([1-5]\d\d)\b"
-    r"|\b([45]\d\d)[ \t]+(Bad Request|Unauthorized|Payment Required|Forbidden|Not Found|Method Not Allowed|"
+    r"|\b([45]\d\d)[ \t]+(Bad Request|Unauthorized|Payment Required|Forbidden|Not Found|"
+    r"Method Not Allowed|"
     r"Not Acceptable|Request Timeout|Conflict|Gone|Payload Too Large|Unsupported Media Type|"
-    r"Unprocessable (?:Entity|Content)|Too Many Requests|Internal Server Error|Not Implemented|Bad Gateway|"
+    r"Unprocessable (?:Entity|Content)|Too Many Requests|Internal Server Error|Not Implemented|"
+    r"Bad Gateway|"
     r"Service Unavailable|Gateway Timeout)\b"
     r"|\b(?:status(?:[ \t]+code)?|returns?|error)[ \t]+([45]\d\d)\b",
     re.IGNORECASE,
@@ -173,7 +179,8 @@ _HTTP = re.compile(
 
 
 _TRACEBACK = re.compile(
-    r"Traceback \(most recent call last\):[ \t]*\n(?:[ \t]+[^\n]*\n)+([A-Za-z_][\w.]*)(?::[ \t]*([^\n]{0,200}))?"
+    r"Traceback \(most recent call last\):[ \t]*\n(?:[ \t]+[^\n]*\n)+"
+    r"([A-Za-z_][\w.]*)(?::[ \t]*([^\n]{0,200}))?"
 )
 
 
@@ -211,281 +218,6 @@ def find_errors(text: str) -> list[ErrorMention]:
 
 # -- keywords ------------------------------------------------------------------------------------
 
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "about",
-        "above",
-        "after",
-        "again",
-        "against",
-        "all",
-        "almost",
-        "also",
-        "although",
-        "always",
-        "am",
-        "among",
-        "an",
-        "and",
-        "another",
-        "any",
-        "anyone",
-        "anything",
-        "are",
-        "aren't",
-        "around",
-        "as",
-        "at",
-        "be",
-        "became",
-        "because",
-        "become",
-        "becomes",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "but",
-        "by",
-        "can",
-        "can't",
-        "cannot",
-        "could",
-        "couldn't",
-        "did",
-        "didn't",
-        "do",
-        "does",
-        "doesn't",
-        "doing",
-        "don't",
-        "done",
-        "down",
-        "during",
-        "each",
-        "either",
-        "else",
-        "enough",
-        "etc",
-        "even",
-        "ever",
-        "every",
-        "few",
-        "for",
-        "from",
-        "further",
-        "get",
-        "gets",
-        "getting",
-        "given",
-        "gives",
-        "go",
-        "goes",
-        "going",
-        "got",
-        "had",
-        "hadn't",
-        "has",
-        "hasn't",
-        "have",
-        "haven't",
-        "having",
-        "he",
-        "her",
-        "here",
-        "hers",
-        "herself",
-        "him",
-        "himself",
-        "his",
-        "how",
-        "however",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "isn't",
-        "it",
-        "it's",
-        "its",
-        "itself",
-        "just",
-        "least",
-        "less",
-        "let",
-        "like",
-        "likely",
-        "made",
-        "make",
-        "makes",
-        "many",
-        "may",
-        "me",
-        "might",
-        "more",
-        "most",
-        "much",
-        "must",
-        "mustn't",
-        "my",
-        "myself",
-        "need",
-        "needs",
-        "neither",
-        "no",
-        "nor",
-        "not",
-        "now",
-        "of",
-        "off",
-        "often",
-        "on",
-        "once",
-        "one",
-        "only",
-        "onto",
-        "or",
-        "other",
-        "others",
-        "otherwise",
-        "our",
-        "ours",
-        "ourselves",
-        "out",
-        "over",
-        "own",
-        "per",
-        "perhaps",
-        "rather",
-        "really",
-        "same",
-        "see",
-        "seen",
-        "several",
-        "shall",
-        "she",
-        "should",
-        "shouldn't",
-        "since",
-        "so",
-        "some",
-        "something",
-        "still",
-        "such",
-        "than",
-        "that",
-        "that's",
-        "the",
-        "their",
-        "theirs",
-        "them",
-        "themselves",
-        "then",
-        "there",
-        "there's",
-        "these",
-        "they",
-        "they're",
-        "this",
-        "those",
-        "though",
-        "through",
-        "thus",
-        "to",
-        "together",
-        "too",
-        "toward",
-        "towards",
-        "under",
-        "until",
-        "up",
-        "upon",
-        "us",
-        "use",
-        "used",
-        "uses",
-        "using",
-        "usually",
-        "very",
-        "via",
-        "was",
-        "wasn't",
-        "we",
-        "well",
-        "were",
-        "weren't",
-        "what",
-        "what's",
-        "when",
-        "where",
-        "whether",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "will",
-        "with",
-        "within",
-        "without",
-        "won't",
-        "would",
-        "wouldn't",
-        "yet",
-        "you",
-        "you'd",
-        "you'll",
-        "you're",
-        "you've",
-        "your",
-        "yours",
-        "yourself",
-        "yourselves",
-        "e.g",
-        "i.e",
-        "eg",
-        "ie",
-        "vs",
-        "able",
-        "across",
-        "already",
-        "instead",
-        "new",
-        "first",
-        "second",
-        "third",
-        "last",
-        "next",
-        "way",
-        "ways",
-        "thing",
-        "things",
-        "lot",
-        "lots",
-        "want",
-        "wants",
-        "example",
-        "examples",
-        "following",
-        "follows",
-        "note",
-        "notes",
-        "see",
-        "set",
-        "sets",
-        "run",
-        "runs",
-        "call",
-        "calls",
-        "return",
-        "returns",
-    ]
-)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_+#'-]*[A-Za-z0-9+#]|[A-Za-z]")
 _PHRASE_BREAK = re.compile(r"[.,;:!?()\[\]{}\"`|<>=/\\\n]+|\s-\s|\s–\s|\s—\s")
 _CODE_FENCE = re.compile(r"```.*?```|~~~.*?~~~", re.DOTALL)
@@ -511,7 +243,7 @@ def extract_keywords(text: str, *, top_k: int = 8, code: bool = False) -> tuple[
     surface: dict[str, str] = {}
     lengths: dict[str, int] = {}
     position = 0
-    stop = _STOPWORDS
+    stop = KEYWORD_STOPWORDS
     for fragment in _PHRASE_BREAK.split(prose):
         run: list[str] = []
         for word in [*_WORD.findall(fragment), ""]:
@@ -564,123 +296,6 @@ def _singular(word: str) -> str:
     return word
 
 
-_CODE_STOP = frozenset(
-    [
-        "self",
-        "this",
-        "cls",
-        "def",
-        "class",
-        "return",
-        "if",
-        "else",
-        "elif",
-        "for",
-        "while",
-        "in",
-        "is",
-        "not",
-        "and",
-        "or",
-        "none",
-        "true",
-        "false",
-        "null",
-        "nil",
-        "import",
-        "from",
-        "as",
-        "with",
-        "try",
-        "except",
-        "finally",
-        "raise",
-        "pass",
-        "break",
-        "continue",
-        "lambda",
-        "yield",
-        "async",
-        "await",
-        "function",
-        "func",
-        "fn",
-        "fun",
-        "let",
-        "const",
-        "var",
-        "new",
-        "public",
-        "private",
-        "protected",
-        "static",
-        "void",
-        "int",
-        "str",
-        "bool",
-        "float",
-        "string",
-        "list",
-        "dict",
-        "set",
-        "tuple",
-        "object",
-        "type",
-        "struct",
-        "enum",
-        "impl",
-        "pub",
-        "use",
-        "mod",
-        "package",
-        "interface",
-        "extends",
-        "implements",
-        "throws",
-        "throw",
-        "catch",
-        "switch",
-        "case",
-        "default",
-        "do",
-        "go",
-        "defer",
-        "chan",
-        "map",
-        "range",
-        "err",
-        "args",
-        "kwargs",
-        "get",
-        "set",
-        "value",
-        "values",
-        "key",
-        "keys",
-        "data",
-        "result",
-        "results",
-        "item",
-        "items",
-        "x",
-        "y",
-        "z",
-        "i",
-        "j",
-        "k",
-        "n",
-        "s",
-        "t",
-        "v",
-        "e",
-        "f",
-        "a",
-        "b",
-        "c",
-    ]
-)
-
-
 _CODE_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 _CAMEL_PART = re.compile(r"[A-Z]+[0-9]*(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*")
 
@@ -693,7 +308,7 @@ def _code_keywords(text: str, top_k: int) -> tuple[str, ...]:
         for part in _CAMEL_PART.findall(ident) if not ident.islower() else (ident,):
             low = part.lower()
             idx += 1
-            if len(low) < 3 or low in _CODE_STOP or low in _STOPWORDS:
+            if len(low) < 3 or low in CODE_KEYWORDS or low in KEYWORD_STOPWORDS:
                 continue
             counts[low] += 1
             first.setdefault(low, idx)

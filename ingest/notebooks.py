@@ -17,7 +17,7 @@ from rayweave.cluster.errors import SourceError
 def load_notebook(text: str) -> dict[str, Any]:
     """The notebook in `text` in v4 layout; SourceError naming the problem when it is none."""
     try:
-        nb = json.loads(text)
+        nb: object = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SourceError(
             f"invalid notebook JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
@@ -37,9 +37,10 @@ def _upgrade(text: str, version: object) -> dict[str, Any]:
 
     try:
         # reader.reads joins split-line sources the way each version stores them; no validation.
-        upgraded = convert(reader.reads(text), 4)
+        upgraded = convert(reader.reads(text), 4)  # type: ignore[no-untyped-call]
     except Exception as exc:  # nbformat's converters raise whatever the bad input trips
         raise SourceError(
             f"cannot upgrade this nbformat {version} notebook to version 4: {exc}"
         ) from exc
-    return json.loads(json.dumps(upgraded))
+    plain: dict[str, Any] = json.loads(json.dumps(upgraded))
+    return plain

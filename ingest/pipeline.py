@@ -14,8 +14,9 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from rich.console import Console
 
@@ -24,12 +25,15 @@ from rayweave.cluster.errors import SourceError
 from rayweave.cluster.progress import progress_bar
 from rayweave.cluster.settings import Settings
 from rayweave.ingest.report import IngestSummary
-from rayweave.ingest.resources import cluster_nodes, plan_resources
+from rayweave.ingest.resources import StageResources, cluster_nodes, plan_resources
+
+if TYPE_CHECKING:
+    from ray.data import Dataset
 
 
 def resolve_layout(settings: Settings) -> Literal["staged", "fused"]:
     """`ingest.layout` with 'auto' decided: stage pools pay off when GPUs take the model stages."""
-    layout = settings.ingest.layout
+    layout: Literal["auto", "staged", "fused"] = settings.ingest.layout
     if layout == "auto":
         return "staged" if settings.ingest.actor_gpus > 0 else "fused"
     return layout
@@ -102,6 +106,190 @@ def _count_lines(path: Path) -> int:
         return sum(1 for line in fh if line.strip())
 
 
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """What the read stage starts from: one BEIR corpus file, or the discovered files."""
+
+    total: int
+    corpus: Path | None = None
+    files: tuple[Path, ...] = ()
+
+
+def _plan_source(
+    settings: Settings,
+    paths: Sequence[Path],
+    *,
+    beir: bool,
+    corpus_index: CorpusIndex | None,
+    summary: IngestSummary,
+) -> _Source:
+    if not beir:
+        files = discover(paths, settings, summary)
+        return _Source(total=len(files), files=tuple(files))
+    if len(paths) != 1:
+        raise SourceError("--beir takes exactly one BEIR folder")
+    corpus = _beir_corpus(paths[0])
+    total = corpus_index.lines if corpus_index is not None else _count_lines(corpus)
+    if total == 0:
+        raise SourceError(f"empty corpus: {corpus} has no records", path=str(corpus))
+    return _Source(total=total, corpus=corpus)
+
+
+def _start_services(settings: Settings, collection: str, console: Console) -> dict[str, str]:
+    """Connect to Ray and both stores; returns the content hash of every visible document."""
+    from rayweave.cluster.runtime import connect
+    from rayweave.cluster.services import resolve_graph_connection
+    from rayweave.ingest.writers import DocumentWriter, visible_document_hashes
+
+    with console.status("starting Ray, the graph server and the vector store"):
+        connect(settings)
+        resolve_graph_connection(settings)
+        writer = DocumentWriter.open(settings, collection=collection, shared=True)
+        existing: dict[str, str] = visible_document_hashes(writer.vectors)
+        writer.close()
+    return existing
+
+
+def _quiet_ray_data() -> None:
+    """Keep Ray Data's own output off the console: our progress bar counts documents."""
+    from ray.data import DataContext
+
+    ctx = DataContext.get_current()
+    ctx.enable_progress_bars = False  # our own progress bar counts documents, not blocks
+    ctx.verbose_progress = False
+    # Ray Data's plan, per-dataset lines and warnings (e.g. "Progress bars disabled", which we
+    # chose) go to its log file (ray-data.log in the session logs), not over our progress bar.
+    for handler in logging.getLogger("ray.data").handlers:
+        if handler.get_name() == "console":
+            handler.setLevel(logging.ERROR)
+    # Its issue detectors repeat a memory warning every 30 s per model pool; `rayweave bench
+    # ingest` measures peak memory instead.
+    ctx.issue_detectors_config.detectors = []
+
+
+def _read_documents(settings: Settings, source: _Source, res: StageResources) -> Dataset:
+    """The dataset of `DocWork` batches, one document each, read by stateless tasks."""
+    import ray
+
+    from rayweave.ingest import stages
+
+    if source.corpus is not None:
+        # The read task asks for the planned share too: at Ray Data's default of 1 CPU it waits
+        # forever for a core that the actor pools already hold.
+        ds = ray.data.read_text(
+            str(source.corpus), override_num_blocks=max(2, source.total // 2000), num_cpus=res.task
+        )
+        return ds.map_batches(
+            stages.load_beir_lines,  # type: ignore[arg-type]  # Ray's UDF type lists Arrow/pandas
+            fn_kwargs={"source": str(source.corpus.resolve())},
+            batch_size=settings.ingest.batch_size,
+            num_cpus=res.task,
+        )
+    files = source.files
+    ds = ray.data.from_items(
+        [{"path": str(p)} for p in files], override_num_blocks=max(1, min(len(files) // 8, 64))
+    )
+    return ds.map_batches(
+        stages.load_files,  # type: ignore[arg-type]  # batches are dicts; Ray's type lists more
+        fn_kwargs={"settings": settings},
+        batch_size=8,
+        num_cpus=res.task,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """What the stage actors are built from: settings, planned resources, stored hashes."""
+
+    settings: Settings
+    res: StageResources
+    existing: dict[str, str]
+    collection: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Pool:
+    """One actor pool of `map_batches`: the stage class, its constructor's arguments, the pool
+    size (`ActorPoolStrategy` arguments), and what each actor asks for plus its batch size."""
+
+    stage: type
+    ctor: dict[str, Any]
+    size: dict[str, Any]
+    opts: dict[str, Any]
+
+
+def _fused_pools(run: _Run) -> list[_Pool]:
+    """Every stage in each actor, with a node's CPUs as threads (Ray gives a fractional actor
+    one thread unless told otherwise)."""
+    from rayweave.ingest import stages
+
+    settings, res = run.settings, run.res
+    threads = settings.models.num_threads or res.fused_threads
+    fused = settings.model_copy(
+        update={"models": settings.models.model_copy(update={"num_threads": threads})}
+    )
+    ctor = {"settings": fused, "existing": run.existing, "collection": run.collection}
+    opts = {"num_cpus": res.fused, "batch_size": settings.ingest.batch_size}
+    return [_Pool(stages.IngestBatches, ctor, res.fused_pool.strategy_kwargs(), opts)]
+
+
+def _staged_pools(run: _Run) -> list[_Pool]:
+    """One actor pool per stage: each pool's size, CPUs and GPUs from the planned resources."""
+    from rayweave.ingest import stages
+
+    settings, res = run.settings, run.res
+    batch_size = settings.ingest.batch_size
+    model_opts: dict[str, Any] = {"num_cpus": res.model, "batch_size": batch_size}
+    if res.gpus > 0:
+        model_opts["num_gpus"] = res.gpus
+    light_opts: dict[str, Any] = {"num_cpus": res.light, "batch_size": batch_size}
+    single: dict[str, Any] = {"size": 1}
+    model = {"settings": settings}
+    pools = [
+        _Pool(stages.ChunkDocuments, {**model, "existing": run.existing}, single, light_opts),
+        _Pool(stages.EmbedDense, model, res.dense_pool.strategy_kwargs(), model_opts),
+        _Pool(stages.EmbedSparse, model, res.sparse_pool.strategy_kwargs(), model_opts),
+    ]
+    if settings.models.clip:
+        pools.append(_Pool(stages.EmbedImages, model, single, model_opts))
+    entity_opts = {"num_cpus": res.model, "batch_size": batch_size}
+    return [
+        *pools,
+        _Pool(stages.ExtractEntities, model, res.entity_pool.strategy_kwargs(), entity_opts),
+        _Pool(stages.WriteStores, {**model, "collection": run.collection}, single, light_opts),
+    ]
+
+
+def _through_pools(ds: Dataset, pools: list[_Pool]) -> Dataset:
+    from ray.data import ActorPoolStrategy
+
+    for pool in pools:
+        ds = ds.map_batches(
+            pool.stage,
+            fn_constructor_kwargs=pool.ctor,
+            compute=ActorPoolStrategy(**pool.size),
+            **pool.opts,
+        )
+    return ds
+
+
+def _collect(
+    ds: Dataset, console: Console, collection: str, total: int, summary: IngestSummary
+) -> None:
+    """Drain the pipeline into `summary`, advancing the progress bar per written document."""
+    with progress_bar(
+        console,
+        f"ingest {collection}",
+        total,
+        unit="documents",
+        detail=lambda: f"{summary.chunks} chunks",
+    ) as advance:
+        for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+            for outcome in batch["outcome"]:
+                summary.add(outcome)
+            advance(len(batch["outcome"]))
+
+
 def run_ingest(
     settings: Settings,
     paths: Sequence[Path],
@@ -117,146 +305,17 @@ def run_ingest(
     `parse_corpus_line`; `corpus_index` (from a caller that already streamed the file, such as
     `rayweave eval`) saves the driver its counting pass.
     """
-    import ray
-    from ray.data import ActorPoolStrategy, DataContext
-
-    from rayweave.cluster.runtime import connect
-    from rayweave.ingest import stages
-    from rayweave.ingest.writers import DocumentWriter, visible_document_hashes
-
     console = console or Console(stderr=True, quiet=True)
     collection = collection or settings.qdrant.collection
     summary = IngestSummary(collection=collection)
     started = time.monotonic()
-
-    if beir:
-        if len(paths) != 1:
-            raise SourceError("--beir takes exactly one BEIR folder")
-        corpus = _beir_corpus(paths[0])
-        total = corpus_index.lines if corpus_index is not None else _count_lines(corpus)
-        if total == 0:
-            raise SourceError(f"empty corpus: {corpus} has no records", path=str(corpus))
-    else:
-        files = discover(paths, settings, summary)
-        total = len(files)
-
-    with console.status("starting Ray, the graph server and the vector store"):
-        connect(settings)
-        from rayweave.cluster.services import resolve_graph_connection
-
-        resolve_graph_connection(settings)
-        writer = DocumentWriter.open(settings, collection=collection, shared=True)
-        existing = visible_document_hashes(writer.vectors)
-        writer.close()
-
-    ctx = DataContext.get_current()
-    ctx.enable_progress_bars = False  # our own progress bar counts documents, not blocks
-    ctx.verbose_progress = False
-    # Ray Data's plan, per-dataset lines and warnings (e.g. "Progress bars disabled", which we
-    # chose) go to its log file (ray-data.log in the session logs), not over our progress bar.
-    for handler in logging.getLogger("ray.data").handlers:
-        if handler.get_name() == "console":
-            handler.setLevel(logging.ERROR)
-    # Its issue detectors repeat a memory warning every 30 s per model pool; `rayweave bench
-    # ingest` measures peak memory instead.
-    ctx.issue_detectors_config.detectors = []
-    res = plan_resources(settings, cluster_nodes())
-    ing = settings.ingest
-    model_opts: dict[str, Any] = {"num_cpus": res.model, "batch_size": ing.batch_size}
-    if res.gpus > 0:
-        model_opts["num_gpus"] = res.gpus
-
-    if beir:
-        # The read task asks for the planned share too: at Ray Data's default of 1 CPU it waits
-        # forever for a core that the actor pools already hold.
-        ds = ray.data.read_text(
-            str(corpus), override_num_blocks=max(2, total // 2000), num_cpus=res.task
-        )
-        ds = ds.map_batches(
-            stages.load_beir_lines,
-            fn_kwargs={"source": str(corpus.resolve())},
-            batch_size=ing.batch_size,
-            num_cpus=res.task,
-        )
-    else:
-        ds = ray.data.from_items(
-            [{"path": str(p)} for p in files], override_num_blocks=max(1, min(len(files) // 8, 64))
-        )
-        ds = ds.map_batches(
-            stages.load_files, fn_kwargs={"settings": settings}, batch_size=8, num_cpus=res.task
-        )
-    if resolve_layout(settings) == "fused":
-        # Every stage in each actor, with a node's CPUs as threads (Ray gives a fractional actor
-        # one thread unless told otherwise).
-        threads = settings.models.num_threads or res.fused_threads
-        fused = settings.model_copy(
-            update={"models": settings.models.model_copy(update={"num_threads": threads})}
-        )
-        ds = ds.map_batches(
-            stages.IngestBatches,
-            fn_constructor_kwargs={
-                "settings": fused,
-                "existing": existing,
-                "collection": collection,
-            },
-            compute=ActorPoolStrategy(**res.fused_pool.strategy_kwargs()),
-            num_cpus=res.fused,
-            batch_size=ing.batch_size,
-        )
-    else:
-        ds = ds.map_batches(
-            stages.ChunkDocuments,
-            fn_constructor_kwargs={"settings": settings, "existing": existing},
-            compute=ActorPoolStrategy(size=1),
-            num_cpus=res.light,
-            batch_size=ing.batch_size,
-        )
-        ds = ds.map_batches(
-            stages.EmbedDense,
-            fn_constructor_kwargs={"settings": settings},
-            compute=ActorPoolStrategy(**res.dense_pool.strategy_kwargs()),
-            **model_opts,
-        )
-        ds = ds.map_batches(
-            stages.EmbedSparse,
-            fn_constructor_kwargs={"settings": settings},
-            compute=ActorPoolStrategy(**res.sparse_pool.strategy_kwargs()),
-            **model_opts,
-        )
-        if settings.models.clip:
-            ds = ds.map_batches(
-                stages.EmbedImages,
-                fn_constructor_kwargs={"settings": settings},
-                compute=ActorPoolStrategy(size=1),
-                **model_opts,
-            )
-        ds = ds.map_batches(
-            stages.ExtractEntities,
-            fn_constructor_kwargs={"settings": settings},
-            compute=ActorPoolStrategy(**res.entity_pool.strategy_kwargs()),
-            num_cpus=res.model,
-            batch_size=ing.batch_size,
-        )
-        ds = ds.map_batches(
-            stages.WriteStores,
-            fn_constructor_kwargs={"settings": settings, "collection": collection},
-            compute=ActorPoolStrategy(size=1),
-            num_cpus=res.light,
-            batch_size=ing.batch_size,
-        )
-
-    with progress_bar(
-        console,
-        f"ingest {collection}",
-        total,
-        unit="documents",
-        detail=lambda: f"{summary.chunks} chunks",
-    ) as advance:
-        for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
-            for outcome in batch["outcome"]:
-                summary.add(outcome)
-            advance(len(batch["outcome"]))
-
+    source = _plan_source(settings, paths, beir=beir, corpus_index=corpus_index, summary=summary)
+    existing = _start_services(settings, collection, console)
+    _quiet_ray_data()
+    run = _Run(settings, plan_resources(settings, cluster_nodes()), existing, collection)
+    pools = _fused_pools(run) if resolve_layout(settings) == "fused" else _staged_pools(run)
+    ds = _through_pools(_read_documents(settings, source, run.res), pools)
+    _collect(ds, console, collection, source.total, summary)
     with console.status("linking entities across documents and building the vector index"):
         summary.graph_nodes, summary.graph_edges = finalize(settings, collection)
     summary.seconds = time.monotonic() - started
@@ -313,7 +372,7 @@ def delete_documents(
         ids = {t for t in targets} | {document_id_for(Path(t)) for t in targets}
         folders = [os.path.realpath(t) for t in targets if not Path(t).is_file()]
         ids.update(document_ids_under(writer.vectors, folders))
-        removed = writer.delete(sorted(ids))
+        removed: int = writer.delete(sorted(ids))
     finally:
         writer.close()
     if removed:

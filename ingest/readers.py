@@ -102,14 +102,16 @@ IGNORE_FILES = (".gitignore", ".rayweaveignore")
 
 
 def _spec(lines: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
-    """Patterns with gitignore semantics (`pathspec`'s gitwildmatch), or None when there are none."""
+    """Patterns with gitignore semantics (`pathspec`'s gitwildmatch), or None when there are
+    none."""
     spec = pathspec.GitIgnoreSpec.from_lines(lines)
     return spec if any(p.include is not None for p in spec.patterns) else None
 
 
 @dataclass(frozen=True, slots=True)
 class _Rules:
-    """One ignore file (or the settings' globs): its patterns and the folder they are relative to."""
+    """One ignore file (or the settings' globs): its patterns and the folder they are relative
+    to."""
 
     spec: pathspec.GitIgnoreSpec
     base: str  # folder of the ignore file relative to the walk root, "" or ending in "/"
@@ -276,7 +278,8 @@ class _Walk:
                     continue
                 detected = from_extension(entry.name)
                 if not is_file:
-                    # Broken or looping symlinks and special files: report those that look like input.
+                    # Broken or looping symlinks and special files: report those that look like
+                    # input.
                     if entry.is_symlink() or detected is not None:
                         try:
                             mode = os.stat(entry.path).st_mode
@@ -379,7 +382,8 @@ def read_document(
     limit = settings.max_file_mb * _MB
     if st.st_size > limit:
         raise SourceError(
-            f"{path}: {st.st_size / _MB:.1f} MB is above ingest.max_file_mb={settings.max_file_mb:g}",
+            f"{path}: {st.st_size / _MB:.1f} MB is above "
+            f"ingest.max_file_mb={settings.max_file_mb:g}",
             path=path,
         )
     if st.st_size == 0:
@@ -393,7 +397,7 @@ def read_document(
         raise SourceError(f"{path}: above ingest.max_file_mb={settings.max_file_mb:g}", path=path)
 
     resolved = os.path.realpath(path)
-    base = {
+    base: dict[str, Any] = {
         "id": document_id_for(resolved),
         "source": resolved,
         "content_hash": content_hash(data),
@@ -451,7 +455,8 @@ def _check_notebook(text: str, path: str) -> None:
 
 def document_id_for(path: str | os.PathLike[str]) -> str:
     """The id `read_document` gives the file at `path` (also for a file already deleted)."""
-    return stable_id("file", os.path.realpath(os.fspath(path)))
+    doc_id: str = stable_id("file", os.path.realpath(os.fspath(path)))
+    return doc_id
 
 
 def read_documents(paths: Sequence[str | os.PathLike[str]], settings: IngestSettings) -> ReadResult:

@@ -99,12 +99,14 @@ class IngestSummary:
             kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(self.skipped_types.items()))
             not_ingested = f", {self.files_not_ingested} not ingested by type ({kinds})"
         lines = [
-            f"collection {self.collection}: {self.files_seen} seen: {self.documents_inserted} inserted, "
+            f"collection {self.collection}: {self.files_seen} seen: "
+            f"{self.documents_inserted} inserted, "
             f"{self.documents_updated} updated, {self.documents_skipped} unchanged, "
             f"{self.documents_failed} failed{not_ingested}",
             f"chunks {self.chunks}, vectors {self.vectors}, graph nodes {self.graph_nodes}, "
             f"graph edges {self.graph_edges}",
-            f"{self.seconds:.1f}s: {self.rate(self.documents_inserted + self.documents_updated):.1f} documents/s, "
+            f"{self.seconds:.1f}s: "
+            f"{self.rate(self.documents_inserted + self.documents_updated):.1f} documents/s, "
             f"{self.rate(self.chunks):.1f} chunks/s",
         ]
         if self.ignored:

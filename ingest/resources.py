@@ -2,10 +2,10 @@
 
 The same command must use one laptop core or forty GPU nodes, so pool sizes default to what the
 cluster holds: a fused actor runs every stage with a whole node's threads, so the pool gets one
-per node (Ray Data's actor pools spread over the nodes by default) and shrinks when idle; a GPU model pool gets one actor per
-`actor_gpus` of the cluster's GPUs. A number in `IngestSettings` pins a pool instead. CPU
-requests are then scaled so that every pool plus one read task fits (on a 2-core machine,
-whole-CPU actors starve the readers and the pipeline stalls).
+per node (Ray Data's actor pools spread over the nodes by default) and shrinks when idle; a GPU
+model pool gets one actor per `actor_gpus` of the cluster's GPUs. A number in `IngestSettings`
+pins a pool instead. CPU requests are then scaled so that every pool plus one read task fits (on
+a 2-core machine, whole-CPU actors starve the readers and the pipeline stalls).
 """
 
 from __future__ import annotations
@@ -110,7 +110,8 @@ def cluster_nodes() -> list[NodeShape]:
     import ray
 
     out = []
-    for node in ray.nodes():
+    nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
+    for node in nodes:
         if node.get("Alive"):
             res: dict[str, Any] = node.get("Resources", {})
             out.append(NodeShape(cpus=float(res.get("CPU", 0.0)), gpus=float(res.get("GPU", 0.0))))

@@ -11,7 +11,7 @@ from rayweave.cluster.errors import SourceError
 def sample_corpus() -> Path:
     """The folder of the sample corpus inside the installed package.
 
-    `ingest/sample_corpus/README.md` describes it; `tests/ingest/sample_queries.json` holds
+    `ingest/sample_corpus/README.md` describes it; `bench/sample_queries.json` holds
     questions with the files that answer them.
     """
     resource = files("rayweave.ingest") / "sample_corpus"

@@ -11,16 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
 from rayweave.cluster.errors import RayweaveError, SourceError
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Chunk, ContentType, Document, Entity, Level, SparseVector
+from rayweave.ingest.entity_propagation import ner_sections, propagate_entities
 from rayweave.ingest.report import DocStatus
 
 Batch = dict[str, Any]
+Encoded = TypeVar("Encoded")
 
 
 @dataclass(slots=True, kw_only=True)
@@ -68,7 +70,7 @@ def load_files(batch: Batch, *, settings: Settings) -> Batch:
         work = DocWork(source=str(path))
         try:
             work.document = read_document(Path(path), settings.ingest)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a bad file fails alone, reported in the summary
             work.fail(exc)
         works.append(work)
     return _batch(works)
@@ -88,14 +90,14 @@ def load_beir_lines(batch: Batch, *, source: str) -> Batch:
             record = parse_corpus_line(line, where=f"{source}: record {line[:60]!r}")
             work.source = record.id
             work.document = beir_document(record)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a bad line fails alone, reported in the summary
             work.fail(exc)
         works.append(work)
     return _batch(works)
 
 
 class ChunkDocuments:
-    """Decide insert/update/skip from content hashes, then chunk with the dense model's tokenizer."""
+    """Insert, update or skip by content hash, then chunk with the dense model's tokenizer."""
 
     def __init__(self, settings: Settings, existing: dict[str, str]) -> None:
         from rayweave.models.factory import build_tokenizer
@@ -128,7 +130,7 @@ class ChunkDocuments:
                     )
                 work.chunks = list(chunked.chunks)
                 work.texts = list(chunked.embed_texts)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the document fails alone, reported
                 work.fail(exc)
         return _batch(works)
 
@@ -141,38 +143,53 @@ def _unique_texts(active: list[DocWork]) -> tuple[list[str], list[list[int]]]:
     return list(index), rows
 
 
-class EmbedDense:
+class _EmbedTexts(Generic[Encoded]):
+    """Shared by the text encoders: encode each distinct text of the active documents once, then
+    hand every document the vectors of its own texts."""
+
+    def __call__(self, batch: Batch) -> Batch:
+        works = _works(batch)
+        active = [w for w in works if w.active]
+        unique, rows = _unique_texts(active)
+        if unique:
+            encoded = self._encode(unique)
+            for w, idx in zip(active, rows, strict=True):
+                self._assign(w, encoded, idx)
+        return _batch(works)
+
+    def _encode(self, texts: list[str]) -> Encoded:
+        raise NotImplementedError
+
+    def _assign(self, work: DocWork, encoded: Encoded, idx: list[int]) -> None:
+        raise NotImplementedError
+
+
+class EmbedDense(_EmbedTexts[np.ndarray]):
     def __init__(self, settings: Settings) -> None:
         from rayweave.models.factory import build_dense_encoder
 
         self.encoder = build_dense_encoder(settings.models)
 
-    def __call__(self, batch: Batch) -> Batch:
-        works = _works(batch)
-        active = [w for w in works if w.active]
-        unique, rows = _unique_texts(active)
-        if unique:
-            vectors = self.encoder.encode(unique, kind="document")
-            for w, idx in zip(active, rows, strict=True):
-                w.dense = vectors[idx]
-        return _batch(works)
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        vectors: np.ndarray = self.encoder.encode(texts, kind="document")
+        return vectors
+
+    def _assign(self, work: DocWork, encoded: np.ndarray, idx: list[int]) -> None:
+        work.dense = encoded[idx]
 
 
-class EmbedSparse:
+class EmbedSparse(_EmbedTexts[list[SparseVector]]):
     def __init__(self, settings: Settings) -> None:
         from rayweave.models.factory import build_sparse_encoder
 
         self.encoder = build_sparse_encoder(settings.models)
 
-    def __call__(self, batch: Batch) -> Batch:
-        works = _works(batch)
-        active = [w for w in works if w.active]
-        unique, rows = _unique_texts(active)
-        if unique:
-            encoded = self.encoder.encode(unique, kind="document")
-            for w, idx in zip(active, rows, strict=True):
-                w.sparse = [encoded[i] for i in idx]
-        return _batch(works)
+    def _encode(self, texts: list[str]) -> list[SparseVector]:
+        vectors: list[SparseVector] = self.encoder.encode(texts, kind="document")
+        return vectors
+
+    def _assign(self, work: DocWork, encoded: list[SparseVector], idx: list[int]) -> None:
+        work.sparse = [encoded[i] for i in idx]
 
 
 def _is_image(work: DocWork) -> bool:
@@ -191,21 +208,22 @@ class EmbedImages:
         from PIL import Image
 
         works = _works(batch)
+        encoder = self.encoder
         for w in works:
-            if not (w.active and _is_image(w)) or w.document is None:
+            if not (w.active and _is_image(w)) or w.document is None or encoder is None:
                 continue
             try:
                 with Image.open(w.document.source) as img:
-                    vec = self.encoder.encode_images([img.convert("RGB")])[0]
+                    vec = encoder.encode_images([img.convert("RGB")])[0]
                 w.image = {i: vec for i, c in enumerate(w.chunks) if c.level is not Level.DOCUMENT}
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the image fails alone, reported
                 w.fail(exc)
         return _batch(works)
 
 
 class ExtractEntities:
-    """Entities per chunk. NER runs once per section; a proposition inherits the section's
-    entities that occur in its own text, and the document summary the union of its sections."""
+    """Entities per chunk: NER on each section, spread to the other levels by
+    `propagate_entities`."""
 
     def __init__(self, settings: Settings) -> None:
         from rayweave.models.factory import build_entity_extractor
@@ -215,35 +233,13 @@ class ExtractEntities:
     def __call__(self, batch: Batch) -> Batch:
         works = _works(batch)
         active = [w for w in works if w.active]
-        sections = [
-            (w, i)
-            for w in active
-            for i, c in enumerate(w.chunks)
-            if c.level is Level.SECTION and c.content_type is not ContentType.CODE
-        ]
+        sections = [(w, i) for w in active for i in ner_sections(w.chunks)]
         found = self.extractor.extract([w.chunks[i].text for w, i in sections]) if sections else []
-        by_chunk: dict[tuple[int, str], list[Entity]] = {
-            (id(w), w.chunks[i].id): ents for (w, i), ents in zip(sections, found, strict=True)
-        }
+        by_work: dict[int, dict[str, list[Entity]]] = {}
+        for (w, i), ents in zip(sections, found, strict=True):
+            by_work.setdefault(id(w), {})[w.chunks[i].id] = ents
         for w in active:
-            per_chunk: list[list[Entity]] = []
-            section_entities = {
-                c.id: by_chunk.get((id(w), c.id), []) for c in w.chunks if c.level is Level.SECTION
-            }
-            for c in w.chunks:
-                if c.level is Level.SECTION:
-                    per_chunk.append(section_entities[c.id])
-                elif c.level is Level.PROPOSITION:
-                    parent = section_entities.get(c.parent_id or "", [])
-                    lowered = c.text.casefold()
-                    per_chunk.append([e for e in parent if e.name.casefold() in lowered])
-                else:
-                    merged: dict[str, Entity] = {}
-                    for ents in section_entities.values():
-                        for e in ents:
-                            merged.setdefault(e.id, e)
-                    per_chunk.append(list(merged.values()))
-            w.entities = per_chunk
+            w.entities = propagate_entities(w.chunks, by_work.get(id(w), {}))
         return _batch(works)
 
 

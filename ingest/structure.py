@@ -11,11 +11,13 @@ every chunk's `start_char`/`end_char` refer to.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rayweave.cluster.errors import SourceError
 from rayweave.ingest.notebooks import load_notebook
+from rayweave.ingest.text_spans import trimmed
 from rayweave.ingest.titles import split_front_matter
 
 BlockKind = Literal["heading", "paragraph", "code", "table", "other"]
@@ -53,14 +55,6 @@ def _line_starts(text: str) -> list[int]:
     return starts
 
 
-def _trim(text: str, a: int, b: int) -> tuple[int, int]:
-    while a < b and text[a].isspace():
-        a += 1
-    while b > a and text[b - 1].isspace():
-        b -= 1
-    return a, b
-
-
 def _fill_gaps(text: str, blocks: list[Block]) -> list[Block]:
     """Sort, drop overlaps and turn uncovered text with words into `other` blocks.
 
@@ -71,12 +65,12 @@ def _fill_gaps(text: str, blocks: list[Block]) -> list[Block]:
     for b in sorted(blocks, key=lambda b: (b.start, -b.end)):
         if b.start < cursor:
             continue  # nested in a block we already have
-        a, e = _trim(text, cursor, b.start)
+        a, e = trimmed(text, cursor, b.start)
         if a < e and _WORDS.search(text, a, e):
             out.append(Block("other", a, e))
         out.append(b)
         cursor = b.end
-    a, e = _trim(text, cursor, len(text))
+    a, e = trimmed(text, cursor, len(text))
     if a < e and _WORDS.search(text, a, e):
         out.append(Block("other", a, e))
     return out
@@ -118,7 +112,7 @@ def parse_markdown(text: str) -> Structured:
     def span(lines: list[int]) -> tuple[int, int]:
         a = starts[lines[0]]
         b = starts[lines[1]] if lines[1] < n_lines else len(body)
-        return _trim(body, a, b)
+        return trimmed(body, a, b)
 
     blocks: list[Block] = []
     tokens = _markdown_it().parse(body)
@@ -164,108 +158,136 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
-def parse_rst(text: str, *, plain: bool = False) -> Structured:
-    """Line scanner for reStructuredText; `plain=True` keeps only headings, lists and paragraphs."""
-    lines = text.split("\n")
-    starts = _line_starts(text)
-    n = len(lines)
-    styles: dict[tuple[str, bool], int] = {}
-    blocks: list[Block] = []
+class _RstScanner:
+    """One pass over the lines of an RST (or plain) text: each rule either claims the block that
+    starts at a line and returns the line after it, or returns None and lets the next one try."""
 
-    def line_span(i: int, j: int) -> tuple[int, int]:
-        """Offsets of lines [i, j)."""
-        a = starts[i]
-        b = starts[j] if j < n else len(text)
-        return _trim(text, a, b)
+    def __init__(self, text: str, *, plain: bool) -> None:
+        self.text = text
+        self.lines = text.split("\n")
+        self.starts = _line_starts(text)
+        self.n = len(self.lines)
+        self.styles: dict[tuple[str, bool], int] = {}
+        self.blocks: list[Block] = []
+        markup = [] if plain else [self._directive, self._table]
+        self.rules: list[Callable[[int], int | None]] = [
+            self._overlined_heading,
+            self._underlined_heading,
+            *markup,
+        ]
+        self.plain = plain
 
-    def blank(i: int) -> bool:
-        return not lines[i].strip()
+    def scan(self) -> list[Block]:
+        i = 0
+        while i < self.n:
+            if self._blank(i):
+                i += 1
+                continue
+            i = self._claim(i)
+        return self.blocks
 
-    def add(kind: BlockKind, i: int, j: int, **kw: Any) -> None:
-        a, b = line_span(i, j)
+    def _claim(self, i: int) -> int:
+        """The line after the block starting at line i, which the first matching rule adds."""
+        for rule in self.rules:
+            nxt = rule(i)
+            if nxt is not None:
+                return nxt
+        return self._paragraph(i)
+
+    def _blank(self, i: int) -> bool:
+        return not self.lines[i].strip()
+
+    def _add(self, kind: BlockKind, i: int, j: int, **kw: Any) -> None:
+        """A block over lines [i, j), trimmed; nothing when only whitespace."""
+        a = self.starts[i]
+        b = self.starts[j] if j < self.n else len(self.text)
+        a, b = trimmed(self.text, a, b)
         if a < b:
-            blocks.append(Block(kind, a, b, **kw))
+            self.blocks.append(Block(kind, a, b, **kw))
 
-    def indented_end(i: int, base: int) -> int:
+    def _indented_end(self, i: int, base: int) -> int:
         """End of the block of lines indented deeper than `base` starting at i (blank lines ok)."""
         j = i
         last = i
-        while j < n:
-            if blank(j):
+        while j < self.n:
+            if self._blank(j):
                 j += 1
                 continue
-            if _indent(lines[j]) <= base:
+            if _indent(self.lines[j]) <= base:
                 break
             j += 1
             last = j
         return last
 
-    i = 0
-    while i < n:
-        line = lines[i]
-        if not line.strip():
-            i += 1
-            continue
-        # Overlined heading: ===, title, ===
+    def _heading_level(self, adornment: str, overlined: bool) -> int:
+        """RST levels follow the order in which adornment styles first appear."""
+        return self.styles.setdefault((adornment[0], overlined), len(self.styles) + 1)
+
+    def _overlined_heading(self, i: int) -> int | None:
+        """===, title, ===."""
+        lines, line = self.lines, self.lines[i]
         if (
-            i + 2 < n
+            i + 2 < self.n
             and _ADORNMENT.match(line)
             and lines[i + 1].strip()
             and _ADORNMENT.match(lines[i + 2])
             and lines[i + 2].strip()[0] == line.strip()[0]
         ):
-            key = (line.strip()[0], True)
-            level = styles.setdefault(key, len(styles) + 1)
-            add("heading", i, i + 3, level=level, heading=" ".join(lines[i + 1].split()))
-            i += 3
-            continue
-        # Underlined heading: title, ---
+            level = self._heading_level(line.strip(), True)
+            self._add("heading", i, i + 3, level=level, heading=" ".join(lines[i + 1].split()))
+            return i + 3
+        return None
+
+    def _underlined_heading(self, i: int) -> int | None:
+        """title, ---."""
+        lines, line = self.lines, self.lines[i]
         if (
-            i + 1 < n
+            i + 1 < self.n
             and _ADORNMENT.match(lines[i + 1])
             and not _ADORNMENT.match(line)
             and _indent(line) == 0
             and len(lines[i + 1].strip()) >= min(len(line.strip()), 3)
             and len(line.strip()) <= 120
         ):
-            key = (lines[i + 1].strip()[0], False)
-            level = styles.setdefault(key, len(styles) + 1)
-            add("heading", i, i + 2, level=level, heading=" ".join(line.split()))
-            i += 2
-            continue
-        if not plain:
-            d = _DIRECTIVE.match(line)
-            if d:
-                base = len(d.group(1))
-                end = indented_end(i + 1, base)
-                name = d.group(2).lower()
-                if name in _CODE_DIRECTIVES:
-                    lang = d.group(3).strip().split()[0] if d.group(3).strip() else None
-                    add("code", i, max(end, i + 1), lang=lang)
-                else:
-                    add("paragraph" if end > i + 1 else "other", i, max(end, i + 1))
-                i = max(end, i + 1)
-                continue
-            if _GRID.match(line) or _SIMPLE_TABLE.match(line):
-                j = i + 1
-                while j < n and lines[j].strip():
-                    j += 1
-                if (
-                    _SIMPLE_TABLE.match(line)
-                    and j + 1 < n
-                    and _SIMPLE_TABLE.match(lines[j - 1]) is None
-                ):
-                    # simple tables may contain blank lines before their closing rule
-                    k = j
-                    while k < n and not _SIMPLE_TABLE.match(lines[k]):
-                        k += 1
-                    if k < n and k - j < 50:
-                        j = k + 1
-                add("table", i, j)
-                i = j
-                continue
-        # Paragraph or list item: up to a blank line, a new list item, or a heading underline.
-        base = _indent(line)
+            level = self._heading_level(lines[i + 1].strip(), False)
+            self._add("heading", i, i + 2, level=level, heading=" ".join(line.split()))
+            return i + 2
+        return None
+
+    def _directive(self, i: int) -> int | None:
+        d = _DIRECTIVE.match(self.lines[i])
+        if not d:
+            return None
+        end = max(self._indented_end(i + 1, len(d.group(1))), i + 1)
+        if d.group(2).lower() in _CODE_DIRECTIVES:
+            lang = d.group(3).strip().split()[0] if d.group(3).strip() else None
+            self._add("code", i, end, lang=lang)
+        else:
+            self._add("paragraph" if end > i + 1 else "other", i, end)
+        return end
+
+    def _table(self, i: int) -> int | None:
+        lines, n, line = self.lines, self.n, self.lines[i]
+        if not (_GRID.match(line) or _SIMPLE_TABLE.match(line)):
+            return None
+        j = i + 1
+        while j < n and lines[j].strip():
+            j += 1
+        if _SIMPLE_TABLE.match(line) and j + 1 < n and _SIMPLE_TABLE.match(lines[j - 1]) is None:
+            # simple tables may contain blank lines before their closing rule
+            k = j
+            while k < n and not _SIMPLE_TABLE.match(lines[k]):
+                k += 1
+            if k < n and k - j < 50:
+                j = k + 1
+        self._add("table", i, j)
+        return j
+
+    def _paragraph(self, i: int) -> int:
+        """Paragraph or list item: up to a blank line, a new list item, or a heading underline;
+        a paragraph ending in `::` introduces the indented literal block after it."""
+        lines, n = self.lines, self.n
+        base = _indent(lines[i])
         j = i + 1
         while j < n and lines[j].strip():
             if _BULLET.match(lines[j]) and _indent(lines[j]) <= base + 2:
@@ -273,18 +295,23 @@ def parse_rst(text: str, *, plain: bool = False) -> Structured:
             if j + 1 < n and _ADORNMENT.match(lines[j + 1]) and not _ADORNMENT.match(lines[j]):
                 break
             j += 1
-        is_literal_intro = not plain and lines[j - 1].rstrip().endswith("::")
-        add("paragraph", i, j)
-        i = j
-        if is_literal_intro:
-            k = i
-            while k < n and blank(k):
-                k += 1
-            if k < n and _indent(lines[k]) > base:
-                end = indented_end(k, base)
-                add("code", k, end)
-                i = end
-    return Structured(text, _fill_gaps(text, blocks))
+        is_literal_intro = not self.plain and lines[j - 1].rstrip().endswith("::")
+        self._add("paragraph", i, j)
+        if not is_literal_intro:
+            return j
+        k = j
+        while k < n and self._blank(k):
+            k += 1
+        if k < n and _indent(lines[k]) > base:
+            end = self._indented_end(k, base)
+            self._add("code", k, end)
+            return end
+        return j
+
+
+def parse_rst(text: str, *, plain: bool = False) -> Structured:
+    """Line scanner for reStructuredText; `plain=True` keeps only headings, lists and paragraphs."""
+    return Structured(text, _fill_gaps(text, _RstScanner(text, plain=plain).scan()))
 
 
 def parse_plain(text: str) -> Structured:
@@ -342,6 +369,10 @@ _MANY_NEWLINES = re.compile(r"\n{3,}")
 _SPACES = re.compile(r"[ \t\r\f\v]+")
 
 
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+_BLOCK_CHILDREN = ("pre", "ul", "ol", "table", "p", *_HEADINGS)
+
+
 def _fence_for(code: str) -> str:
     longest = max((len(m) for m in re.findall(r"`{3,}", code)), default=0)
     return "`" * max(3, longest + 1)
@@ -357,7 +388,7 @@ class _HtmlRenderer:
             self.out.append("\n\n" + text + "\n\n")
 
     def inline(self, node: Any) -> str:
-        from bs4 import NavigableString, Tag
+        from bs4.element import NavigableString, Tag
 
         if isinstance(node, NavigableString):
             if type(node).__name__ in (
@@ -390,75 +421,83 @@ class _HtmlRenderer:
         return inner
 
     def render(self, node: Any, list_kind: str | None = None) -> None:
-        from bs4 import NavigableString, Tag
+        from bs4.element import NavigableString, Tag
 
         if isinstance(node, NavigableString):
             text = self.inline(node)
             if text.strip():
                 self.out.append(text)
             return
-        if not isinstance(node, Tag):
+        if not isinstance(node, Tag) or node.name in _DROP_TAGS:
             return
         name = node.name
-        if name in _DROP_TAGS:
-            return
-        if name in ("h1", "h2", "h3", "h4", "h5", "h6"):
+        if name in _HEADINGS:
             self.block("#" * int(name[1]) + " " + " ".join(self.inline(node).split()))
         elif name == "pre":
-            code_tag = node.find("code")
-            classes = (
-                " ".join((code_tag.get("class") or []) if code_tag else [])
-                + " "
-                + " ".join(node.get("class") or [])
-            )
-            m = _LANG_CLASS.search(classes)
-            code = node.get_text().strip("\n")
-            fence = _fence_for(code)
-            self.out.append(f"\n\n{fence}{m.group(1) if m else ''}\n{code}\n{fence}\n\n")
+            self._pre(node)
         elif name in ("ul", "ol"):
-            self.out.append("\n\n")
-            for child in node.children:
-                self.render(child, list_kind=name)
-            self.out.append("\n\n")
+            self._children(node, list_kind=name)
         elif name == "li":
             marker = "1." if list_kind == "ol" else "-"
             text = " ".join(self.inline(node).split())
             if text:
                 self.out.append(f"\n{marker} {text}\n")
         elif name == "table":
-            rows = []
-            for tr in node.find_all("tr"):
-                cells = [
-                    " ".join(self.inline(c).split()).replace("|", "\\|")
-                    for c in tr.find_all(["th", "td"])
-                ]
-                if cells:
-                    rows.append("| " + " | ".join(cells) + " |")
-            if rows:
-                width = rows[0].count(" | ") + 1
-                rows.insert(1, "|" + "---|" * width)
-                self.block("\n".join(rows))
+            self._table(node)
         elif name == "hr":
             self.out.append("\n\n")
         elif name in _BLOCK_TAGS or name == "p":
-            has_block_child = any(
-                isinstance(c, Tag)
-                and (
-                    c.name in _BLOCK_TAGS
-                    or c.name
-                    in ("pre", "ul", "ol", "table", "p", "h1", "h2", "h3", "h4", "h5", "h6")
-                )
-                for c in node.children
-            )
-            if has_block_child:
-                self.out.append("\n\n")
-                for child in node.children:
-                    self.render(child)
-                self.out.append("\n\n")
-            else:
-                self.block(" ".join(self.inline(node).split()))
+            self._container(node)
         else:
             self.out.append(self.inline(node))
+
+    def _children(self, node: Any, list_kind: str | None = None) -> None:
+        """The children of `node` as blocks of their own."""
+        self.out.append("\n\n")
+        for child in node.children:
+            self.render(child, list_kind=list_kind)
+        self.out.append("\n\n")
+
+    def _pre(self, node: Any) -> None:
+        """A fenced code block, its language from a `language-*` style class."""
+        code_tag = node.find("code")
+        classes = (
+            " ".join((code_tag.get("class") or []) if code_tag else [])
+            + " "
+            + " ".join(node.get("class") or [])
+        )
+        m = _LANG_CLASS.search(classes)
+        code = node.get_text().strip("\n")
+        fence = _fence_for(code)
+        self.out.append(f"\n\n{fence}{m.group(1) if m else ''}\n{code}\n{fence}\n\n")
+
+    def _table(self, node: Any) -> None:
+        """A pipe table; the first row is taken as the header."""
+        rows = []
+        for tr in node.find_all("tr"):
+            cells = [
+                " ".join(self.inline(c).split()).replace("|", "\\|")
+                for c in tr.find_all(["th", "td"])
+            ]
+            if cells:
+                rows.append("| " + " | ".join(cells) + " |")
+        if rows:
+            width = rows[0].count(" | ") + 1
+            rows.insert(1, "|" + "---|" * width)
+            self.block("\n".join(rows))
+
+    def _container(self, node: Any) -> None:
+        """A div-like tag: its block children apart, or its text as one paragraph."""
+        from bs4.element import Tag
+
+        has_block_child = any(
+            isinstance(c, Tag) and (c.name in _BLOCK_TAGS or c.name in _BLOCK_CHILDREN)
+            for c in node.children
+        )
+        if has_block_child:
+            self._children(node)
+        else:
+            self.block(" ".join(self.inline(node).split()))
 
 
 def html_to_markdown(html_text: str) -> str:
@@ -493,7 +532,8 @@ def _source(cell: dict[str, Any], key: str = "source") -> str:
 
 
 def notebook_to_markdown(nb_text: str) -> tuple[str, str]:
-    """Render a notebook as Markdown (markdown cells as prose, code cells fenced); (text, language)."""
+    """Render a notebook as Markdown (markdown cells as prose, code cells fenced); returns (text,
+    language)."""
     nb = load_notebook(nb_text)
     meta: dict[str, Any] = nb["metadata"] if isinstance(nb.get("metadata"), dict) else {}
     lang = (

@@ -36,7 +36,7 @@ VISIBLE = "visible"
 
 def chunk_payload(chunk: Chunk, document: Document) -> dict[str, Any]:
     """The payload stored with a chunk's vectors: what a search result shows and filters use."""
-    payload = chunk.to_row()
+    payload: dict[str, Any] = chunk.to_row()
     payload["chunk_id"] = payload.pop("id")
     payload[VISIBLE] = False
     if chunk.level is Level.DOCUMENT:
@@ -138,12 +138,12 @@ class DocumentWriter:
                 outcomes.update(
                     {id(w): o for w, o in zip(active, self._write_active(active), strict=True)}
                 )
-            except Exception:
+            except Exception:  # noqa: BLE001 - retried one by one below
                 # Isolate the document at fault: retry one by one so the rest still lands.
                 for w in active:
                     try:
                         outcomes[id(w)] = self._write_active([w])[0]
-                    except Exception as exc:
+                    except Exception as exc:  # noqa: BLE001 - the document fails alone, reported
                         w.fail(exc)
                         outcomes[id(w)] = self._passive_outcome(w)
         ordered = [outcomes[id(w)] for w in works]

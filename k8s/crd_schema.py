@@ -107,14 +107,21 @@ def openapi_to_json_schema(
         raise ValueError(f"unsupported CRD schema keyword(s) {sorted(unknown)} at {path or '/'}")
 
     out: dict[str, Any] = {k: node[k] for k in _PLAIN if k in node}
-    nullable = bool(node.get("nullable", False))
+    _convert_type(node, out)
+    _convert_object(node, out, path=path, object_meta_ref=object_meta_ref)
+    _convert_subschemas(node, out, path=path)
+    _convert_list_type(node, out, path=path)
+    return out
 
+
+def _convert_type(node: Mapping[str, Any], out: dict[str, Any]) -> None:
+    """`type` (int-or-string, nullable) and the bounds an integer `format` implies."""
     if node.get("x-kubernetes-int-or-string"):
         # The CRD spells this as anyOf[integer, string]; a type list says the same more simply.
         out["type"] = ["integer", "string"]
     elif "type" in node:
         out["type"] = node["type"]
-    if nullable and "type" in out:
+    if bool(node.get("nullable", False)) and "type" in out:
         types = out["type"] if isinstance(out["type"], list) else [out["type"]]
         out["type"] = [*types, "null"]
 
@@ -124,6 +131,12 @@ def openapi_to_json_schema(
         out.setdefault("minimum", low)
         out.setdefault("maximum", high)
 
+
+def _convert_object(
+    node: Mapping[str, Any], out: dict[str, Any], *, path: str, object_meta_ref: str | None
+) -> None:
+    """`properties` (an embedded resource's apiVersion, kind and metadata included) and
+    `additionalProperties`, strict unless the schema preserves unknown fields."""
     properties = dict(node.get("properties", {}))
     if node.get("x-kubernetes-embedded-resource"):
         for key in ("apiVersion", "kind"):
@@ -151,6 +164,8 @@ def openapi_to_json_schema(
         # properties nor additionalProperties accepts only `{}` (everything else would be pruned).
         out["additionalProperties"] = False
 
+
+def _convert_subschemas(node: Mapping[str, Any], out: dict[str, Any], *, path: str) -> None:
     if "items" in node:
         out["items"] = openapi_to_json_schema(node["items"], path=f"{path}[]")
     for key in ("allOf", "anyOf", "oneOf"):
@@ -162,6 +177,8 @@ def openapi_to_json_schema(
     if "not" in node:
         out["not"] = openapi_to_json_schema(node["not"], path=f"{path}/not")
 
+
+def _convert_list_type(node: Mapping[str, Any], out: dict[str, Any], *, path: str) -> None:
     list_type = node.get("x-kubernetes-list-type")
     if list_type == "set":
         out["uniqueItems"] = True
@@ -169,7 +186,6 @@ def openapi_to_json_schema(
         out[_LIST_MAP_KEYS] = list(node.get("x-kubernetes-list-map-keys", []))
     elif list_type not in (None, "atomic"):
         raise ValueError(f"unsupported x-kubernetes-list-type {list_type!r} at {path or '/'}")
-    return out
 
 
 def _list_map_keys(

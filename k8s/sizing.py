@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 # The design point: peak hybrid+graph requests per second the overlay is sized for.
 TARGET_QPS = 200.0
-# Spare capacity at the peak: autoscaling reacts in tens of seconds, and a node loss removes a share.
+# Spare capacity at the peak: autoscaling reacts in tens of seconds, and a node loss removes a
+# share.
 HEADROOM = 1.3
 MIN_REPLICAS = 2
 
@@ -77,7 +78,8 @@ def main() -> None:
     for name, replicas in derived_max_replicas().items():
         cost = MEASURED[name]
         print(
-            f"{name:16} {cost.cpu_ms:6.1f} CPU-ms/request -> max_replicas {replicas:2}  ({cost.source})"
+            f"{name:16} {cost.cpu_ms:6.1f} CPU-ms/request -> max_replicas {replicas:2}  "
+            f"({cost.source})"
         )
 
 

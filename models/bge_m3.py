@@ -29,7 +29,7 @@ from torch.nn import functional
 
 from rayweave.cluster.errors import ModelError
 from rayweave.cluster.types import SparseVector
-from rayweave.models.engine import TextEngine, check_texts
+from rayweave.models.engine import EngineEncoder, TextEngine, check_texts
 from rayweave.models.postprocess import token_weights_to_sparse
 from rayweave.models.precision import RunOptions
 from rayweave.models.protocols import TextKind
@@ -86,31 +86,19 @@ def colbert_score(query: np.ndarray, doc: np.ndarray) -> float:
     return float((query @ doc.T).max(axis=1).mean())
 
 
-class BgeM3Encoder:
+class BgeM3Encoder(EngineEncoder):
     """Dense (`encode`), multi-vector (`encode_multi`), all at once (`encode_all`), and the lexical
     view `sparse`, over one loaded BGE-M3."""
 
     def __init__(self, *, name: str, engine: TextEngine, dim: int, skip_ids: Sequence[int]) -> None:
-        self._name = name
+        super().__init__(name=name, engine=engine)
         self._dim = dim
-        self.engine = engine
         self.skip_ids = tuple(skip_ids)
         self.sparse = BgeM3SparseEncoder(self)
 
     @property
-    def name(self) -> str:
-        return self._name
-
-    @property
     def dim(self) -> int:
         return self._dim
-
-    @property
-    def max_tokens(self) -> int:
-        return self.engine.max_content_tokens
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return self.engine.count_tokens(texts)
 
     def encode_all(
         self,
@@ -174,8 +162,9 @@ class BgeM3SparseEncoder:
 
 def _checkpoint_folder(ref: str) -> Path:
     resolved = resolve_model(ref)
-    if resolved.path is not None:
-        return resolved.path
+    local: Path | None = resolved.path
+    if local is not None:
+        return local
     from huggingface_hub import snapshot_download
 
     try:
@@ -255,14 +244,7 @@ def bge_m3_from_core(
         },
         key_parts=("bge-m3", name),
     )
-    engine = TextEngine(
-        tokenizer,
-        runner,
-        max_length=max_length,
-        batch_tokens=options.batch_tokens,
-        max_batch_size=options.max_batch_size,
-        pad_to_multiple_of=options.pad_to_multiple_of,
-    )
+    engine = TextEngine.from_options(tokenizer, runner, max_length=max_length, options=options)
     special = [getattr(tokenizer, f"{t}_token_id", None) for t in ("cls", "eos", "pad", "unk")]
     log.info("BGE-M3 encoder %s (%s, max %d tokens)", name, options.plan.label, max_length)
     return BgeM3Encoder(

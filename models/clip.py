@@ -74,7 +74,8 @@ def _to_pil(image: object) -> Any:
         array = image if image.dtype == np.uint8 else np.clip(image, 0, 255).astype(np.uint8)
         return Image.fromarray(array).convert("RGB")
     raise TypeError(
-        f"cannot read an image from {type(image).__name__}; pass PIL images, paths, bytes or HWC arrays"
+        f"cannot read an image from {type(image).__name__}; "
+        "pass PIL images, paths, bytes or HWC arrays"
     )
 
 
@@ -115,7 +116,8 @@ class OpenClipEncoder:
                 )
                 feats = self.model.encode_image(pixels.to(self.device, self._dtype))
                 out.append(feats.float().cpu().numpy())
-        return l2_normalize(np.concatenate(out))
+        vectors: np.ndarray = l2_normalize(np.concatenate(out))
+        return vectors
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
         if isinstance(texts, str):
@@ -127,7 +129,8 @@ class OpenClipEncoder:
             for i in range(0, len(texts), self.batch_size):
                 tokens = self.tokenizer(list(texts[i : i + self.batch_size])).to(self.device)
                 out.append(self.model.encode_text(tokens).float().cpu().numpy())
-        return l2_normalize(np.concatenate(out))
+        vectors: np.ndarray = l2_normalize(np.concatenate(out))
+        return vectors
 
 
 def load_open_clip(ref: str, plan: ExecutionPlan, *, batch_size: int = 64) -> OpenClipEncoder:
@@ -154,7 +157,8 @@ def load_open_clip(ref: str, plan: ExecutionPlan, *, batch_size: int = 64) -> Op
         raise ModelError(f"cannot load open_clip model {ref!r}: {exc}") from exc
     if plan.int8 and not plan.is_cuda:
         model = quantize_dynamic_int8(model)
-        # open_clip reads the compute dtype off an MLP weight; quantized layers name it here instead.
+        # open_clip reads the compute dtype off an MLP weight; quantized layers name it here
+        # instead.
         for module in model.modules():
             if isinstance(module, torch.ao.nn.quantized.dynamic.Linear):
                 setattr(module, "int8_original_dtype", torch.float32)  # noqa: B010

@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from rayweave.cluster.errors import ModelError
-from rayweave.models.engine import TextEngine, check_texts, example_features
+from rayweave.models.engine import EngineEncoder, TextEngine, check_texts
+from rayweave.models.features import FeatureCore, example_features
 from rayweave.models.postprocess import l2_normalize
 from rayweave.models.precision import RunOptions
 from rayweave.models.protocols import TextKind
@@ -26,29 +27,19 @@ from rayweave.models.tokens import model_max_length
 log = logging.getLogger(__name__)
 
 
-class SentenceTransformerCore(torch.nn.Module):
+class SentenceTransformerCore(FeatureCore):
     """A SentenceTransformer's module stack as one `forward(ids, mask[, types]) -> embeddings`."""
 
     def __init__(self, model: torch.nn.Module) -> None:
         super().__init__()
         self.model = model
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
-        token_type_ids: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        features: dict[str, torch.Tensor] = {
-            "input_ids": input_ids,
-            "attention_mask": attention_mask,
-        }
-        if token_type_ids is not None:
-            features["token_type_ids"] = token_type_ids
-        return self.model(features)["sentence_embedding"]
+    def head(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
+        embeddings: torch.Tensor = self.model(features)["sentence_embedding"]
+        return embeddings
 
 
-class TransformerDenseEncoder:
+class TransformerDenseEncoder(EngineEncoder):
     """Texts to L2-normalised float32 vectors through a `TextEngine` whose core pools to `(B, dim)`.
 
     Query and document prompts (e5-style "query: ") come from the checkpoint's configuration.
@@ -57,16 +48,11 @@ class TransformerDenseEncoder:
     def __init__(
         self, *, name: str, engine: TextEngine, dim: int, prompts: Mapping[str, str] | None = None
     ) -> None:
-        self._name = name
+        super().__init__(name=name, engine=engine)
         self._dim = dim
-        self.engine = engine
         self.prompts = {k: v for k, v in (prompts or {}).items() if v}
         doc_prompt = self.prompts.get("document")
         self._prompt_tokens = engine.count_tokens([doc_prompt])[0] if doc_prompt else 0
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     @property
     def dim(self) -> int:
@@ -74,11 +60,10 @@ class TransformerDenseEncoder:
 
     @property
     def max_tokens(self) -> int:
-        """Document tokens read before truncation (after special tokens and the document prompt)."""
-        return self.engine.max_content_tokens - self._prompt_tokens
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return self.engine.count_tokens(texts)
+        """Document tokens read before truncation (after special tokens and the document
+        prompt)."""
+        limit: int = self.engine.max_content_tokens - self._prompt_tokens
+        return limit
 
     def encode(self, texts: Sequence[str], *, kind: TextKind = "document") -> np.ndarray:
         check_texts(texts, kind)
@@ -87,7 +72,8 @@ class TransformerDenseEncoder:
         out = np.zeros((len(inputs), self._dim), dtype=np.float32)
         for batch in self.engine.run(inputs):
             out[batch.indices] = batch.outputs[0]
-        return l2_normalize(out)
+        vectors: np.ndarray = l2_normalize(out)
+        return vectors
 
 
 def load_sentence_transformer(ref: str, options: RunOptions) -> TransformerDenseEncoder:
@@ -124,14 +110,7 @@ def load_sentence_transformer(ref: str, options: RunOptions) -> TransformerDense
         output_axes={"embedding": {0: "batch"}},
         key_parts=("sentence-transformers", resolved.location),
     )
-    engine = TextEngine(
-        tokenizer,
-        runner,
-        max_length=max_length,
-        batch_tokens=options.batch_tokens,
-        max_batch_size=options.max_batch_size,
-        pad_to_multiple_of=options.pad_to_multiple_of,
-    )
+    engine = TextEngine.from_options(tokenizer, runner, max_length=max_length, options=options)
     log.info(
         "dense encoder %s (%s, dim %d, max %d tokens)", ref, options.plan.label, dim, max_length
     )

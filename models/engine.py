@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 import numpy as np
-import torch
 
 from rayweave.models.batching import pad_batch, plan_batches, round_up
+from rayweave.models.precision import RunOptions
 from rayweave.models.protocols import TextKind
 from rayweave.models.runtime import Runner
 from rayweave.models.tokens import TokenizerCounter
@@ -26,7 +26,6 @@ _CHARS_PER_TOKEN_BOUND = 64
 
 
 TEXT_KINDS: tuple[str, ...] = get_args(TextKind)
-_FEATURES = ("input_ids", "attention_mask", "token_type_ids")
 
 
 def check_texts(texts: Sequence[str], kind: str) -> None:
@@ -35,20 +34,6 @@ def check_texts(texts: Sequence[str], kind: str) -> None:
         raise TypeError("expected a sequence of texts, got one string; wrap it in a list")
     if kind not in TEXT_KINDS:
         raise ValueError(f"unknown text kind {kind!r}; valid: {', '.join(TEXT_KINDS)}")
-
-
-def example_features(tokenizer: Any) -> dict[str, torch.Tensor]:
-    """A two-row padded batch with the inputs the tokenizer produces (input_ids, attention_mask and
-    token_type_ids when it has them): the sample that ONNX export traces."""
-    enc = tokenizer(
-        ["an example query", "an example passage with a few more words in it"],
-        padding=True,
-        return_tensors="pt",
-    )
-    names = [n for n in _FEATURES if n != "token_type_ids" or n in tokenizer.model_input_names]
-    return {
-        name: enc[name] if name in enc else torch.zeros_like(enc["input_ids"]) for name in names
-    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +71,31 @@ class TextEngine:
         self.pad_id = int(pad) if pad is not None else 0
         self.counter = TokenizerCounter(tokenizer, max_length=max_length)
 
+    @classmethod
+    def from_options(
+        cls,
+        tokenizer: Any,
+        runner: Runner,
+        *,
+        max_length: int,
+        options: RunOptions,
+        batch_tokens: int | None = None,
+    ) -> TextEngine:
+        """An engine with the configured batching limits; `batch_tokens` overrides the budget."""
+        return cls(
+            tokenizer,
+            runner,
+            max_length=max_length,
+            batch_tokens=options.batch_tokens if batch_tokens is None else batch_tokens,
+            max_batch_size=options.max_batch_size,
+            pad_to_multiple_of=options.pad_to_multiple_of,
+        )
+
     @property
     def max_content_tokens(self) -> int:
         """Tokens of text a single input may hold before truncation (specials excluded)."""
-        return self.counter.max_tokens
+        limit: int = self.counter.max_tokens
+        return limit
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids with special tokens, truncated to `max_length`."""
@@ -110,7 +116,8 @@ class TextEngine:
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens per text as the model's tokenizer splits it: no special tokens, no truncation."""
-        return self.counter.count_tokens(texts)
+        counts: list[int] = self.counter.count_tokens(texts)
+        return counts
 
     def run(self, texts: Sequence[str]) -> Iterator[EncodedBatch]:
         yield from self.run_ids(self.tokenize(texts))
@@ -139,3 +146,22 @@ class TextEngine:
                 attention_mask=mask,
                 outputs=outputs,
             )
+
+
+class EngineEncoder:
+    """What every encoder over a `TextEngine` shares: its name and the engine's token limits."""
+
+    def __init__(self, *, name: str, engine: TextEngine) -> None:
+        self._name = name
+        self.engine = engine
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def max_tokens(self) -> int:
+        return self.engine.max_content_tokens
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return self.engine.count_tokens(texts)

@@ -166,7 +166,8 @@ class RuleEntityExtractor:
         for match in _ACRONYM.finditer(text):
             if not inside(match.start()):
                 out.add(match.group(0), "concept")
-        # A lone capitalised word counts only mid-sentence (sentence-initial ones are ordinary words).
+        # A lone capitalised word counts only mid-sentence (sentence-initial ones are ordinary
+        # words).
         for match in re.finditer(r"\b[A-Z][a-z][\w-]+\b", text):
             if not inside(match.start()) and not _SENTENCE_START.search(text[: match.start()]):
                 out.add(match.group(0), "concept")

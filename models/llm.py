@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 OPENAI_PREFIX = "openai:"
 _ROLES = ("system", "user", "assistant")
+Messages = Sequence[Mapping[str, str]]
 _RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
@@ -48,7 +49,7 @@ def parse_openai_ref(ref: str) -> OpenAIEndpoint:
     return OpenAIEndpoint(base_url=url.rstrip("/"), model=model.strip())
 
 
-def check_messages(messages: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+def check_messages(messages: Messages) -> list[dict[str, str]]:
     """Validated copies of chat messages: each a `{"role", "content"}` with a known role."""
     if isinstance(messages, str | bytes) or not messages:
         raise ValueError("messages must be a non-empty list of {'role', 'content'} dicts")
@@ -84,11 +85,7 @@ class OpenAIChatModel:
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
 
     def complete(
-        self,
-        messages: Sequence[Mapping[str, str]],
-        *,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
+        self, messages: Messages, *, max_tokens: int = 256, temperature: float = 0.0
     ) -> str:
         import httpx
 
@@ -112,7 +109,8 @@ class OpenAIChatModel:
                 continue
             if response.status_code >= 400:
                 raise ModelError(
-                    f"LLM endpoint {self.url} answered {response.status_code}: {response.text[:300]}"
+                    f"LLM endpoint {self.url} answered {response.status_code}: "
+                    f"{response.text[:300]}"
                 )
             return self._content(response)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -166,11 +164,7 @@ class LocalCausalLM:
         }
 
     def complete(
-        self,
-        messages: Sequence[Mapping[str, str]],
-        *,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
+        self, messages: Messages, *, max_tokens: int = 256, temperature: float = 0.0
     ) -> str:
         checked = check_messages(messages)
         pad = self.tokenizer.pad_token_id
@@ -226,4 +220,5 @@ def load_local_causal_lm(ref: str, plan: ExecutionPlan) -> LocalCausalLM:
     except Exception as exc:
         raise ModelError(f"cannot load causal LM {ref!r}: {exc}") from exc
     log.info("local LLM %s (%s, %s)", ref, plan.device, dtype)
-    return LocalCausalLM(model.to(plan.device), tokenizer, name=ref, device=plan.device)
+    device_model = model.to(plan.device)  # type: ignore[arg-type]  # transformers' decorated `to`
+    return LocalCausalLM(device_model, tokenizer, name=ref, device=plan.device)

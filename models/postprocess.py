@@ -13,11 +13,13 @@ def l2_normalize(x: np.ndarray, *, axis: int = -1) -> np.ndarray:
     """Unit rows (float32); an all-zero row stays zero instead of becoming NaN."""
     x = np.asarray(x, dtype=np.float32)
     norms = np.linalg.norm(x, axis=axis, keepdims=True)
-    return x / np.maximum(norms, 1e-12)
+    unit: np.ndarray = x / np.maximum(norms, 1e-12)
+    return unit
 
 
 def row_to_sparse(row: np.ndarray, *, min_weight: float = 0.0) -> SparseVector:
-    """Indices (ascending) and weights of the entries of a vocabulary-sized row above `min_weight`."""
+    """Indices (ascending) and weights of the entries of a vocabulary-sized row above
+    `min_weight`."""
     idx = np.flatnonzero(row > min_weight)
     return SparseVector(
         indices=tuple(int(i) for i in idx), values=tuple(float(v) for v in row[idx])

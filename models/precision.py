@@ -2,12 +2,12 @@
 
 One configured `precision` maps to what each device does well:
 
-| precision | CUDA                         | CPU                                                   |
-| --------- | ---------------------------- | ----------------------------------------------------- |
-| fp32      | fp32 weights                 | fp32 (torch, or ONNX Runtime when `cpu_backend='onnx'`) |
-| fp16      | fp16 weights                 | fp32: CPU half kernels are slow or missing            |
-| bf16      | bf16 (fp16 without bf16 support) | bf16 weights (torch; AVX512-BF16/AMX run it natively) |
-| int8      | fp16: the GPU gains nothing from dynamic int8 | dynamic int8 of every Linear/MatMul      |
+- fp32: fp32 weights on CUDA; fp32 on CPU (torch, or ONNX Runtime when `cpu_backend='onnx'`).
+- fp16: fp16 weights on CUDA; fp32 on CPU: CPU half kernels are slow or missing.
+- bf16: bf16 on CUDA (fp16 without bf16 support); bf16 weights on CPU (torch; AVX512-BF16/AMX
+  run it natively).
+- int8: fp16 on CUDA: the GPU gains nothing from dynamic int8; dynamic int8 of every
+  Linear/MatMul on CPU.
 
 On CPU, int8 runs through ONNX Runtime (fused attention, per-channel int8 weights) when `onnx` and
 `onnxruntime` import, else through torch's dynamic quantization. The bench (`rayweave bench
@@ -90,13 +90,14 @@ def resolve_device(device: Device) -> str:
         return "cuda" if cuda_available() else "cpu"
     if device == "cuda" and not cuda_available():
         raise ConfigError("device 'cuda' was requested but torch sees no CUDA GPU")
-    return device
+    resolved: str = device
+    return resolved
 
 
 def plan_execution(
     *, device: Device, precision: Precision, cpu_backend: CpuBackend = "auto"
 ) -> ExecutionPlan:
-    """Map the configured device and precision to a concrete plan (see the module table)."""
+    """Map the configured device and precision to a concrete plan (see the module docstring)."""
     if precision not in _PRECISIONS:
         raise ConfigError(f"unknown precision {precision!r}; valid: {', '.join(_PRECISIONS)}")
     if cpu_backend not in _CPU_BACKENDS:
@@ -114,7 +115,8 @@ def plan_execution(
         )
     if cpu_backend == "onnx" and not onnx_available():
         raise ConfigError(
-            "cpu_backend 'onnx' needs the onnx and onnxruntime packages: pip install onnx onnxruntime"
+            "cpu_backend 'onnx' needs the onnx and onnxruntime packages: "
+            "pip install onnx onnxruntime"
         )
     if precision == "int8":
         backend: Backend = "torch" if cpu_backend == "torch" or not onnx_available() else "onnx"
@@ -134,7 +136,8 @@ def plan_execution(
 
 
 def quantize_dynamic_int8(module: torch.nn.Module) -> torch.nn.Module:
-    """Dynamic int8 for every `nn.Linear`: int8 per-channel weights, activations quantized per batch.
+    """Dynamic int8 for every `nn.Linear`: int8 per-channel weights, activations quantized per
+    batch.
 
     Per-channel weight scales keep MiniLM-class models within a fraction of a point of fp32 where
     per-tensor scales lose several. torch marks this eager API deprecated in favour of torchao,
@@ -144,9 +147,10 @@ def quantize_dynamic_int8(module: torch.nn.Module) -> torch.nn.Module:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return quantize_dynamic(
+        quantized: torch.nn.Module = quantize_dynamic(  # type: ignore[no-untyped-call]
             module, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8
         )
+    return quantized
 
 
 def configure_threads(num_threads: int | None) -> int:

@@ -39,10 +39,12 @@ class Int8Calibration:
 
     def quantize(self, vectors: np.ndarray) -> np.ndarray:
         levels = np.rint((np.asarray(vectors, dtype=np.float32) - self.low) / self.scale)
-        return np.clip(levels, 0, 255).astype(np.uint8)
+        quantized: np.ndarray = np.clip(levels, 0, 255).astype(np.uint8)
+        return quantized
 
     def dequantize(self, levels: np.ndarray) -> np.ndarray:
-        return levels.astype(np.float32) * self.scale + self.low
+        values: np.ndarray = levels.astype(np.float32) * self.scale + self.low
+        return values
 
 
 def to_binary(vectors: np.ndarray) -> np.ndarray:
@@ -56,14 +58,15 @@ _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 def binary_similarity(queries: np.ndarray, docs: np.ndarray, *, dim: int) -> np.ndarray:
     """`dim - hamming distance` between packed sign vectors: higher is more similar."""
     xor = np.bitwise_xor(queries[:, None, :], docs[None, :, :])
-    return dim - _POPCOUNT[xor].sum(axis=-1, dtype=np.int32)
+    similarity: np.ndarray = dim - _POPCOUNT[xor].sum(axis=-1, dtype=np.int32)
+    return similarity
 
 
 def int8_scores(queries: np.ndarray, docs: np.ndarray, calibration: Int8Calibration) -> np.ndarray:
     """Inner products of float queries with int8-stored documents (as Qdrant scores them)."""
-    return (
-        np.asarray(queries, dtype=np.float32) @ calibration.dequantize(calibration.quantize(docs)).T
-    )
+    stored = calibration.dequantize(calibration.quantize(docs))
+    scores: np.ndarray = np.asarray(queries, dtype=np.float32) @ stored.T
+    return scores
 
 
 def binary_scores(

@@ -303,7 +303,8 @@ def build_runner(
             )
             return OrtRunner(path, num_threads=threads)
         except ModelError as exc:
-            # An architecture the exporter cannot trace still runs, on torch, rather than not at all.
+            # An architecture the exporter cannot trace still runs, on torch, rather than not at
+            # all.
             log.warning("%s; running %s on torch instead", exc, "int8" if plan.int8 else "fp32")
     if plan.int8:
         core = quantize_dynamic_int8(core)

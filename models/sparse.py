@@ -17,7 +17,8 @@ import torch
 
 from rayweave.cluster.errors import ModelError
 from rayweave.cluster.types import SparseVector
-from rayweave.models.engine import TextEngine, check_texts, example_features
+from rayweave.models.engine import EngineEncoder, TextEngine, check_texts
+from rayweave.models.features import FeatureCore, example_features
 from rayweave.models.postprocess import row_to_sparse
 from rayweave.models.precision import RunOptions
 from rayweave.models.protocols import TextKind
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 _SPLADE_LOGIT_BUDGET = 64 * 1024 * 1024
 
 
-class SpladeCore(torch.nn.Module):
+class SpladeCore(FeatureCore):
     """Masked-LM logits to SPLADE weights: `max over tokens of log(1 + relu(logit))`, masked.
 
     `log1p` and `relu` are monotone, so the max is taken over the raw logits first (padding set to
@@ -44,41 +45,21 @@ class SpladeCore(torch.nn.Module):
         super().__init__()
         self.mlm = mlm
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
-        token_type_ids: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if token_type_ids is not None:
-            kwargs["token_type_ids"] = token_type_ids
-        logits = self.mlm(**kwargs).logits
+    def head(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
+        logits = self.mlm(**features).logits
         logits = logits.masked_fill(
-            attention_mask.unsqueeze(-1) == 0, torch.finfo(logits.dtype).min
+            features["attention_mask"].unsqueeze(-1) == 0, torch.finfo(logits.dtype).min
         )
         return torch.log1p(torch.relu(logits.amax(dim=1)))
 
 
-class SpladeEncoder:
+class SpladeEncoder(EngineEncoder):
     """Texts to SPLADE vectors over the checkpoint's vocabulary (same encoder for queries and
     documents, as in SPLADE v2/++)."""
 
     def __init__(self, *, name: str, engine: TextEngine, vocab_size: int) -> None:
-        self._name = name
-        self.engine = engine
+        super().__init__(name=name, engine=engine)
         self.vocab_size = vocab_size
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def max_tokens(self) -> int:
-        return self.engine.max_content_tokens
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return self.engine.count_tokens(texts)
 
     def encode(self, texts: Sequence[str], *, kind: TextKind = "document") -> list[SparseVector]:
         check_texts(texts, kind)
@@ -112,13 +93,8 @@ def load_splade(ref: str, options: RunOptions) -> SpladeEncoder:
         key_parts=("splade", resolved.location),
     )
     budget = max(max_length, min(options.batch_tokens, _SPLADE_LOGIT_BUDGET // vocab))
-    engine = TextEngine(
-        tokenizer,
-        runner,
-        max_length=max_length,
-        batch_tokens=budget,
-        max_batch_size=options.max_batch_size,
-        pad_to_multiple_of=options.pad_to_multiple_of,
+    engine = TextEngine.from_options(
+        tokenizer, runner, max_length=max_length, options=options, batch_tokens=budget
     )
     log.info(
         "SPLADE encoder %s (%s, vocab %d, max %d tokens)",

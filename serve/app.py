@@ -11,12 +11,13 @@ groups, validated by `AppArgs` and then by `Settings`.
 
 import hashlib
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
-from ray.serve import Application
+from ray.serve import Application, Deployment
 from rich.console import Console
 
 from rayweave.cluster.errors import ServiceError
@@ -79,7 +80,7 @@ def resolve_layout(
 
     `config` is the Serve config about to be deployed; `nodes` the cluster's live nodes (None:
     asked from the connected Ray runtime)."""
-    layout = settings.serve.layout
+    layout: Layout | Literal["auto"] = settings.serve.layout
     if layout != "auto":
         return layout
     deployments = [d for app in (config or {}).get("applications", []) for d in app["deployments"]]
@@ -88,38 +89,54 @@ def resolve_layout(
     if nodes is None:
         import ray
 
-        nodes = sum(1 for n in ray.nodes() if n.get("Alive")) if ray.is_initialized() else 1
+        nodes = _live_nodes() if ray.is_initialized() else 1
     return "composed" if nodes > 1 else "fused"
+
+
+def _live_nodes() -> int:
+    import ray
+
+    # Ray's `nodes` carries no annotations: typed here, once.
+    nodes: Callable[[], list[dict[str, Any]]] = ray.nodes
+    return sum(1 for n in nodes() if n.get("Alive"))
+
+
+def _bind(deployment: object, *args: Any, **kwargs: Any) -> Application:
+    """`@serve.deployment` turns a class into a `Deployment` at run time; Ray's stubs keep the
+    class's own type, so the cast says what the decorator did."""
+    bound: Application = cast(Deployment, deployment).bind(*args, **kwargs)
+    return bound
 
 
 def compose(settings: Settings, layout: Layout = "composed") -> Application:
     """Bind the app: the deployment graph (ingress -> classifier, retrievers, fusion, refiner),
     or one ingress whose replicas run every component in-process."""
     if layout == "fused":
-        from rayweave.serve.fused import FusedIngress
+        from rayweave.serve.fused import FusedIngressDeployment
 
-        return FusedIngress.bind(settings)
+        return _bind(FusedIngressDeployment, settings)
 
     from rayweave.serve.deployments import (
-        FusionRanker,
-        GraphRetriever,
-        QueryClassifier,
-        Refiner,
-        VectorRetriever,
-        WebRetriever,
+        FusionRankerDeployment,
+        GraphRetrieverDeployment,
+        QueryClassifierDeployment,
+        RefinerDeployment,
+        VectorRetrieverDeployment,
+        WebRetrieverDeployment,
     )
-    from rayweave.serve.ingress import Ingress
+    from rayweave.serve.ingress import IngressDeployment
 
     # Every deployment is always bound, so one Serve config file fits every setting (a config
     # naming a deployment the app lacks is rejected); an unconfigured web retriever answers empty.
-    return Ingress.bind(
+    return _bind(
+        IngressDeployment,
         settings,
-        QueryClassifier.bind(),
-        VectorRetriever.bind(settings),
-        FusionRanker.bind(settings),
-        graph=GraphRetriever.bind(settings),
-        web=WebRetriever.bind(settings),
-        refiner=Refiner.bind(settings),
+        _bind(QueryClassifierDeployment),
+        _bind(VectorRetrieverDeployment, settings),
+        _bind(FusionRankerDeployment, settings),
+        graph=_bind(GraphRetrieverDeployment, settings),
+        web=_bind(WebRetrieverDeployment, settings),
+        refiner=_bind(RefinerDeployment, settings),
     )
 
 
@@ -152,7 +169,7 @@ def settings_to_args(settings: Settings) -> dict[str, Any]:
 def serve_config(settings: Settings) -> dict[str, Any]:
     """The Serve config file with this run's settings as the app's args and HTTP options."""
     path = settings.serve.serve_config or DEFAULT_SERVE_CONFIG
-    config = yaml.safe_load(path.read_text())
+    config: dict[str, Any] = yaml.safe_load(path.read_text())
     config.setdefault("http_options", {}).update(
         {"host": settings.serve.host, "port": settings.serve.port}
     )
@@ -180,12 +197,15 @@ MAX_AUTO_FUSED_REPLICAS = 4
 def fused_replicas(settings: Settings, *, cpus: float | None = None) -> int:
     """`serve.fused_replicas`, or one per CPU of the cluster (`cpus`; None: asked from the
     connected Ray runtime), at most `MAX_AUTO_FUSED_REPLICAS`."""
-    if settings.serve.fused_replicas is not None:
-        return settings.serve.fused_replicas
+    configured: int | None = settings.serve.fused_replicas
+    if configured is not None:
+        return configured
     if cpus is None:
         import ray
 
-        cpus = float(ray.cluster_resources().get("CPU", 1.0)) if ray.is_initialized() else 1.0
+        # Ray's `cluster_resources` carries no annotations: typed here.
+        resources: Callable[[], dict[str, float]] = ray.cluster_resources
+        cpus = float(resources().get("CPU", 1.0)) if ray.is_initialized() else 1.0
     return max(1, min(MAX_AUTO_FUSED_REPLICAS, int(cpus)))
 
 
@@ -264,7 +284,7 @@ def shutdown(settings: Settings) -> bool:
 
     try:
         apps = serve.status().applications
-    except Exception:
+    except Exception:  # noqa: BLE001 - no reachable Serve controller, whatever why: nothing to delete
         return False
     if settings.serve.app_name not in apps:
         return False

@@ -68,7 +68,7 @@ class MicroBatcher(Generic[T, R]):
                     raise RuntimeError(
                         f"batch function returned {len(results)} results for {len(batch)} items"
                     )
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - re-raised to every caller of the batch
                 for _, f in batch:
                     if not f.done():
                         f.set_exception(exc)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from rayweave.models.stopwords import QUERY_STOPWORDS
 from rayweave.serve.schemas import ContentScope, QueryType
 from rayweave.serve.search import Classification
 
@@ -83,74 +84,6 @@ _RELATIVE = re.compile(r"\b(that|which|who|whose|whom|where|when)\b", re.IGNOREC
 _CAPITALISED = re.compile(
     r"\b[A-Z][a-z0-9]+(?:\s+(?:(?:of|the|de|von|van|da|del|la|le)\s+)?[A-Z][a-z0-9]+)*"
 )
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "in",
-        "on",
-        "at",
-        "to",
-        "for",
-        "from",
-        "by",
-        "with",
-        "and",
-        "or",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "do",
-        "does",
-        "did",
-        "how",
-        "what",
-        "why",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "this",
-        "that",
-        "these",
-        "those",
-        "it",
-        "its",
-        "can",
-        "could",
-        "should",
-        "would",
-        "i",
-        "you",
-        "we",
-        "they",
-        "my",
-        "your",
-        "our",
-        "their",
-        "me",
-        "us",
-        "them",
-        "there",
-        "here",
-        "about",
-        "into",
-        "than",
-        "then",
-        "so",
-        "as",
-        "not",
-        "no",
-        "yes",
-    ]
-)
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
 
 
@@ -159,7 +92,7 @@ def keywords(text: str, *, limit: int = 10) -> tuple[str, ...]:
     phrases = [
         m.group(0) for m in _CAPITALISED.finditer(text) if m.start() > 0 or " " in m.group(0)
     ]
-    words = [w for w in _WORD.findall(text) if w.casefold() not in _STOP and len(w) > 2]
+    words = [w for w in _WORD.findall(text) if w.casefold() not in QUERY_STOPWORDS and len(w) > 2]
     seen: dict[str, None] = {}
     for item in (*phrases, *words):
         key = item.strip(".-")

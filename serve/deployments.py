@@ -1,5 +1,7 @@
 """Ray Serve deployments: each a thin wrapper that builds its component once per replica.
 
+Classes are named `*Deployment`; the Serve name each one registers (`QueryClassifier`,
+`VectorRetriever`, ...) is what `serve/config.yaml`, the KubeRay manifests and the README use.
 Resources here are small fractional defaults (so a 2-core laptop runs all seven); the Serve config
 file (`serve/config.yaml`, shared by `rayweave serve`, `serve deploy` and KubeRay) sets replicas,
 autoscaling and CPU/GPU per deployment for real clusters.
@@ -11,66 +13,55 @@ from collections.abc import Sequence
 from typing import Any
 
 from ray import serve
-from ray.exceptions import RayActorError
 
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Hit
-from rayweave.serve.search import Classification, RankedLists, RetrievalPlan, RetrievalQuery
+from rayweave.serve.conversation import ConversationMessage
+from rayweave.serve.search import (
+    Classification,
+    Classifier,
+    Fuser,
+    RankedLists,
+    Refiner,
+    RetrievalPlan,
+    RetrievalQuery,
+)
 
 _SMALL = {"num_cpus": 0.05}
 
 
-class HandleProxy:
-    """Makes a DeploymentHandle look like the in-process component it fronts: `await p.m(x)`.
-
-    A call whose replica dies under it (killed, OOM, node lost) is sent once more: by then the
-    router has usually dropped the dead replica, and every call here is safe to repeat (reads,
-    and message writes keyed by their id). The request deadline still bounds the whole.
-    """
-
-    def __init__(self, handle: Any) -> None:
-        self._handle = handle
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._handle, name)
-
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return await method.remote(*args, **kwargs)
-            except RayActorError:  # ActorDiedError, ActorUnavailableError
-                return await method.remote(*args, **kwargs)
-
-        return call
-
-
 @serve.deployment(name="QueryClassifier", ray_actor_options=_SMALL, max_ongoing_requests=64)
-class QueryClassifier:
+class QueryClassifierDeployment:
     def __init__(self) -> None:
         from rayweave.serve.classifier import RuleClassifier
 
-        self.impl = RuleClassifier()
+        self.impl: Classifier = RuleClassifier()
 
     async def classify(self, text: str) -> Classification:
-        return await self.impl.classify(text)
+        classification: Classification = await self.impl.classify(text)
+        return classification
 
 
 @serve.deployment(
     name="VectorRetriever", ray_actor_options={"num_cpus": 0.25}, max_ongoing_requests=32
 )
-class VectorRetriever:
+class VectorRetrieverDeployment:
     def __init__(self, settings: Settings) -> None:
         from rayweave.serve.vector_retriever import VectorSearch
 
-        self.impl = VectorSearch.from_settings(settings, shared=True)
+        self.impl: VectorSearch = VectorSearch.from_settings(settings, shared=True)
 
     async def retrieve(self, query: RetrievalQuery) -> RankedLists:
-        return await self.impl.retrieve(query)
+        lists: RankedLists = await self.impl.retrieve(query)
+        return lists
 
     async def hydrate(self, ids: Sequence[str]) -> dict[str, Hit]:
-        return await self.impl.hydrate(ids)
+        hits: dict[str, Hit] = await self.impl.hydrate(ids)
+        return hits
 
     async def document(self, doc_id: str) -> list[Hit]:
-        return await self.impl.document(doc_id)
+        chunks: list[Hit] = await self.impl.document(doc_id)
+        return chunks
 
     def __del__(self) -> None:
         self.impl.close()
@@ -79,54 +70,65 @@ class VectorRetriever:
 @serve.deployment(
     name="GraphRetriever", ray_actor_options={"num_cpus": 0.1}, max_ongoing_requests=32
 )
-class GraphRetriever:
+class GraphRetrieverDeployment:
     def __init__(self, settings: Settings) -> None:
         from rayweave.serve.graph_retriever import GraphSearch
 
-        self.impl = GraphSearch.from_settings(settings)
+        self.impl: GraphSearch = GraphSearch.from_settings(settings)
 
     async def retrieve(self, query: RetrievalQuery) -> RankedLists:
-        return await self.impl.retrieve(query)
+        lists: RankedLists = await self.impl.retrieve(query)
+        return lists
 
     async def expand(self, query: RetrievalQuery) -> RankedLists:
-        return await self.impl.expand(query)
+        lists: RankedLists = await self.impl.expand(query)
+        return lists
 
-    async def add_message(self, conversation_id: str, **kwargs: Any) -> str:
-        return await self.impl.add_message(conversation_id, **kwargs)
+    async def add_message(self, conversation_id: str, message: ConversationMessage) -> str:
+        message_id: str = await self.impl.add_message(conversation_id, message)
+        return message_id
 
     async def neighbourhood(self, node_ids: Sequence[str], depth: int = 1) -> dict[str, Any]:
-        return await self.impl.neighbourhood(node_ids, depth=depth)
+        view: dict[str, Any] = await self.impl.neighbourhood(node_ids, depth=depth)
+        return view
 
 
 @serve.deployment(name="WebRetriever", ray_actor_options=_SMALL, max_ongoing_requests=64)
-class WebRetriever:
+class WebRetrieverDeployment:
     def __init__(self, settings: Settings) -> None:
         from rayweave.serve.web_retriever import WebSearch
 
         retrieval = settings.serve.retrieval
-        self.impl = WebSearch(retrieval) if retrieval.web_provider != "off" else None
+        self.impl: WebSearch | None = (
+            WebSearch(retrieval) if retrieval.web_provider != "off" else None
+        )
 
     async def retrieve(self, query: RetrievalQuery) -> RankedLists:
-        return await self.impl.retrieve(query) if self.impl is not None else {}
+        if self.impl is None:
+            return {}
+        lists: RankedLists = await self.impl.retrieve(query)
+        return lists
 
 
 @serve.deployment(name="FusionRanker", ray_actor_options=_SMALL, max_ongoing_requests=64)
-class FusionRanker:
+class FusionRankerDeployment:
     def __init__(self, settings: Settings) -> None:
-        from rayweave.serve.fusion import FusionRanker as Impl
+        from rayweave.serve.fusion import FusionRanker
 
-        self.impl = Impl(settings.serve.retrieval)
+        self.impl: Fuser = FusionRanker(settings.serve.retrieval)
 
     async def fuse(self, lists: RankedLists, plan: RetrievalPlan) -> list[Hit]:
-        return await self.impl.fuse(lists, plan)
+        fused: list[Hit] = await self.impl.fuse(lists, plan)
+        return fused
 
 
 @serve.deployment(name="Refiner", ray_actor_options={"num_cpus": 0.1}, max_ongoing_requests=16)
-class Refiner:
+class RefinerDeployment:
     def __init__(self, settings: Settings) -> None:
         from rayweave.serve.refine import build_refiner
 
-        self.impl = build_refiner(settings)
+        self.impl: Refiner = build_refiner(settings)
 
     async def refine(self, query: str, hits: list[Hit], plan: RetrievalPlan) -> list[Hit]:
-        return await self.impl.refine(query, hits, plan)
+        refined: list[Hit] = await self.impl.refine(query, hits, plan)
+        return refined

@@ -20,7 +20,7 @@ from rayweave.serve.local import LocalSearch
 
 @serve.deployment(name="Ingress", ray_actor_options={"num_cpus": 0.1}, max_ongoing_requests=128)
 @serve.ingress()
-class FusedIngress:
+class FusedIngressDeployment:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.local = LocalSearch(settings)

@@ -14,15 +14,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from rayweave.cluster.settings import RetrievalSettings
 from rayweave.cluster.types import GraphPath, Hit
 
-if TYPE_CHECKING:
-    from rayweave.serve.search import RetrievalPlan
-
 FusionMethod = Literal["rrf", "weighted"]
+
+
+class FusionPlan(Protocol):
+    """What fusion reads of a request's plan (`serve.search.RetrievalPlan`)."""
+
+    @property
+    def weights(self) -> Mapping[str, float]: ...
+
+    @property
+    def anchor_top(self) -> int: ...
 
 
 def _accumulate(
@@ -299,7 +306,7 @@ class FusionRanker:
         self.link_promote = settings.link_promote
         self.link_depth = settings.link_depth
 
-    async def fuse(self, lists: Mapping[str, Sequence[Hit]], plan: RetrievalPlan) -> list[Hit]:
+    async def fuse(self, lists: Mapping[str, Sequence[Hit]], plan: FusionPlan) -> list[Hit]:
         voting = {name: hits for name, hits in lists.items() if name != LINKS}
         fused = anchored_fusion(
             voting, anchor_top=plan.anchor_top, method=self.method, weights=plan.weights, k=self.k

@@ -18,14 +18,10 @@ from typing import Any
 
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Hit
+from rayweave.graph.profiles import PROFILES, TraversalProfile, parse_query_type
 from rayweave.graph.projection import GraphProjection, ProjectionHolder, load_projection
 from rayweave.graph.store import GraphStore
-from rayweave.graph.traversal import (
-    PROFILES,
-    GraphTraversal,
-    TraversalProfile,
-    parse_query_type,
-)
+from rayweave.graph.traversal import GraphTraversal
 from rayweave.graph.walk import (
     WalkRequest,
     bridge_links,
@@ -34,6 +30,8 @@ from rayweave.graph.walk import (
     seed_rows,
     walk,
 )
+from rayweave.models.protocols import EntityExtractor
+from rayweave.serve.conversation import ConversationMessage
 from rayweave.serve.fusion import LINKS
 from rayweave.serve.search import RankedLists, RetrievalQuery
 
@@ -43,7 +41,7 @@ class GraphSearch:
         self,
         store: GraphStore,
         *,
-        entity_extractor: Any | None = None,
+        entity_extractor: EntityExtractor | None = None,
         refresh_s: float | None = None,
     ) -> None:
         self.store = store
@@ -106,25 +104,17 @@ class GraphSearch:
             lists[LINKS] = _marked(links, LINKS)
         return lists
 
-    async def add_message(
-        self,
-        conversation_id: str,
-        *,
-        role: str,
-        content: str,
-        user_id: str | None,
-        document_ids: Sequence[str],
-    ) -> str:
+    async def add_message(self, conversation_id: str, message: ConversationMessage) -> str:
         message_id = uuid.uuid4().hex
-        names = await asyncio.to_thread(self._entity_names, content)
+        names = await asyncio.to_thread(self._entity_names, message.content)
         await asyncio.to_thread(
             self.store.add_message,
             conversation_id=conversation_id,
             message_id=message_id,
-            text=content,
-            role=role,
-            user_id=user_id,
-            referenced_doc_ids=tuple(document_ids),
+            text=message.content,
+            role=message.role,
+            user_id=message.user_id,
+            referenced_doc_ids=tuple(message.document_ids),
             entity_names=tuple(names),
         )
         return message_id

@@ -3,50 +3,51 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from ray import serve
+from ray.serve.handle import DeploymentHandle
 
 from rayweave.cluster.settings import Settings
-from rayweave.serve.deployments import HandleProxy
-from rayweave.serve.planning import Planner
+from rayweave.serve.handle_proxy import HandleProxy
+from rayweave.serve.planning import planner
 from rayweave.serve.search import SearchPipeline
 from rayweave.serve.service import SearchService
 
 
 @serve.deployment(name="Ingress", ray_actor_options={"num_cpus": 0.1}, max_ongoing_requests=128)
 @serve.ingress()
-class Ingress:
+class IngressDeployment:
     def __init__(
         self,
         settings: Settings,
-        classifier: Any,
-        vector: Any,
-        fusion: Any,
-        graph: Any | None = None,
-        web: Any | None = None,
-        refiner: Any | None = None,
+        classifier: DeploymentHandle[Any],
+        vector: DeploymentHandle[Any],
+        fusion: DeploymentHandle[Any],
+        graph: DeploymentHandle[Any] | None = None,
+        web: DeploymentHandle[Any] | None = None,
+        refiner: DeploymentHandle[Any] | None = None,
     ) -> None:
         self.settings = settings
         vector_proxy = HandleProxy(vector)
         graph_proxy = HandleProxy(graph) if graph is not None else None
         pipeline = SearchPipeline(
-            classifier=cast(Any, HandleProxy(classifier)),
-            planner=Planner(settings.serve.retrieval),
-            vector=cast(Any, vector_proxy),
-            hydrator=cast(Any, vector_proxy),
-            fuser=cast(Any, HandleProxy(fusion)),
-            graph=cast(Any, graph_proxy),
-            web=cast(Any, HandleProxy(web)) if web is not None else None,
-            refiner=cast(Any, HandleProxy(refiner)) if refiner is not None else None,
+            classifier=HandleProxy(classifier),
+            planner=planner(settings.serve.retrieval),
+            vector=vector_proxy,
+            hydrator=vector_proxy,
+            fuser=HandleProxy(fusion),
+            graph=graph_proxy,
+            web=HandleProxy(web) if web is not None else None,
+            refiner=HandleProxy(refiner) if refiner is not None else None,
             deadline_s=settings.serve.deadline_ms / 1000,
         )
         self.service = SearchService(
             settings=settings.serve,
             pipeline=pipeline,
-            documents=cast(Any, vector_proxy),
-            conversations=cast(Any, graph_proxy),
-            graph=cast(Any, graph_proxy),
+            documents=vector_proxy,
+            conversations=graph_proxy,
+            graph=graph_proxy,
         )
         self.graph = graph_proxy
 

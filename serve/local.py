@@ -7,13 +7,11 @@ ones the app returns.
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 from rayweave.cluster.settings import Settings
 from rayweave.serve.classifier import RuleClassifier
 from rayweave.serve.fusion import FusionRanker
 from rayweave.serve.graph_retriever import GraphSearch
-from rayweave.serve.planning import Planner
+from rayweave.serve.planning import planner
 from rayweave.serve.refine import build_refiner
 from rayweave.serve.search import SearchPipeline
 from rayweave.serve.service import SearchService
@@ -35,11 +33,11 @@ class LocalSearch:
             web = WebSearch(settings.serve.retrieval)
         pipeline = SearchPipeline(
             classifier=RuleClassifier(),
-            planner=Planner(settings.serve.retrieval),
+            planner=planner(settings.serve.retrieval),
             vector=self.vector,
             hydrator=self.vector,
             fuser=FusionRanker(settings.serve.retrieval),
-            graph=cast(Any, self.graph),
+            graph=self.graph,
             web=web,
             refiner=build_refiner(settings),
             deadline_s=settings.serve.deadline_ms / 1000,
@@ -49,8 +47,8 @@ class LocalSearch:
             settings=settings.serve,
             pipeline=pipeline,
             documents=self.vector,
-            conversations=cast(Any, self.graph),
-            graph=cast(Any, self.graph),
+            conversations=self.graph,
+            graph=self.graph,
         )
 
     def close(self) -> None:

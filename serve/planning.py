@@ -14,11 +14,12 @@ freely (the exception class's own docstring must not lead the page that says how
 
 from __future__ import annotations
 
+from functools import partial
 from types import MappingProxyType
 
 from rayweave.cluster.settings import RetrievalSettings
 from rayweave.serve.schemas import ContentScope, Profile, QueryType
-from rayweave.serve.search import Classification, RetrievalPlan
+from rayweave.serve.search import Classification, PlanFn, RetrievalPlan
 
 WEIGHTS: MappingProxyType[ContentScope, MappingProxyType[str, float]] = MappingProxyType(
     {
@@ -90,27 +91,9 @@ def make_plan(
     )
 
 
-class Planner:
-    """`PlanFn` bound to settings."""
-
-    def __init__(self, settings: RetrievalSettings) -> None:
-        self.settings = settings
-
-    def __call__(
-        self,
-        classification: Classification,
-        *,
-        profile: Profile | None,
-        top_k: int,
-        hierarchical: bool | None,
-    ) -> RetrievalPlan:
-        return make_plan(
-            classification,
-            profile=profile,
-            top_k=top_k,
-            hierarchical=hierarchical,
-            settings=self.settings,
-        )
+def planner(settings: RetrievalSettings) -> PlanFn:
+    """`make_plan` bound to settings: the pipeline's `PlanFn`."""
+    return partial(make_plan, settings=settings)
 
 
-__all__ = ["WEIGHTS", "Planner", "QueryType", "make_plan"]
+__all__ = ["WEIGHTS", "QueryType", "make_plan", "planner"]

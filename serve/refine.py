@@ -12,13 +12,16 @@ import asyncio
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
+from typing import Protocol, runtime_checkable
 
 from rayweave.cluster.errors import ConfigError
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Hit
 from rayweave.models.likelihood import Passage, QueryLikelihoodScorer
+from rayweave.models.protocols import ChatModel
+from rayweave.serve.search import Refiner, RetrievalPlan
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -95,32 +98,56 @@ def above(head: list[Hit], tail: list[Hit]) -> list[Hit]:
     return [replace(h, score=h.score + gap + 1.0) for h in head] + tail
 
 
+@runtime_checkable
+class PairScorer(Protocol):
+    """A cross-encoder (`sentence_transformers.CrossEncoder`): one score per (query, text)."""
+
+    def predict(self, pairs: list[tuple[str, str]]) -> Iterable[float]: ...
+
+
+@runtime_checkable
+class MaxSimScorer(Protocol):
+    """A multi-vector encoder (BGE-M3): ColBERT-style MaxSim of the query against each text."""
+
+    def maxsim(self, query: str, texts: Sequence[str]) -> list[float]: ...
+
+
 class TfidfRefiner:
     def __init__(self, *, weight: float = 0.3) -> None:
         self.weight = weight
 
-    async def refine(self, query: str, hits: list[Hit], plan: object) -> list[Hit]:
+    async def refine(self, query: str, hits: list[Hit], plan: RetrievalPlan) -> list[Hit]:
         context = [f"{h.title} {' '.join(h.section_path)} {h.text}" for h in hits]
         return blend(hits, tfidf_scores(query, context), weight=self.weight)
 
 
 class ModelRefiner:
-    """Cross-encoder (`sentence_transformers.CrossEncoder`) or BGE-M3 MaxSim relevance, blended."""
+    """Cross-encoder or BGE-M3 MaxSim relevance, blended."""
 
-    def __init__(self, scorer: object, *, weight: float = 0.5) -> None:
+    def __init__(self, scorer: PairScorer | MaxSimScorer, *, weight: float = 0.5) -> None:
         self.scorer = scorer
         self.weight = weight
 
-    async def refine(self, query: str, hits: list[Hit], plan: object) -> list[Hit]:
+    async def refine(self, query: str, hits: list[Hit], plan: RetrievalPlan) -> list[Hit]:
         texts = [h.text for h in hits]
         scores = await asyncio.to_thread(self._score, query, texts)
         return blend(hits, scores, weight=self.weight)
 
     def _score(self, query: str, texts: list[str]) -> list[float]:
-        predict = getattr(self.scorer, "predict", None)
-        if predict is not None:
-            return [float(s) for s in predict([(query, t) for t in texts])]
-        return [float(s) for s in self.scorer.maxsim(query, texts)]  # type: ignore[attr-defined]
+        if isinstance(self.scorer, PairScorer):
+            return [float(s) for s in self.scorer.predict([(query, t) for t in texts])]
+        return [float(s) for s in self.scorer.maxsim(query, texts)]
+
+
+async def _refine_window(
+    hits: list[Hit], window: int, rescore: Callable[[list[Hit]], Awaitable[list[Hit]]]
+) -> list[Hit]:
+    """Rescore the top `window` hits (left alone below two: nothing to reorder), and keep the
+    rest below them."""
+    head, tail = hits[:window], hits[window:]
+    if len(head) < 2:
+        return hits
+    return above(await rescore(head), tail)
 
 
 class LikelihoodRefiner:
@@ -132,13 +159,13 @@ class LikelihoodRefiner:
         self.window = window
         self.weight = weight
 
-    async def refine(self, query: str, hits: list[Hit], plan: object) -> list[Hit]:
-        head, tail = hits[: self.window], hits[self.window :]
-        if len(head) < 2:
-            return hits
-        passages = [_passage(h) for h in head]
-        scores = await asyncio.to_thread(self.scorer.score, query, passages)
-        return above(blend_standardised(head, scores, weight=self.weight), tail)
+    async def refine(self, query: str, hits: list[Hit], plan: RetrievalPlan) -> list[Hit]:
+        async def rescore(head: list[Hit]) -> list[Hit]:
+            passages = [_passage(h) for h in head]
+            scores = await asyncio.to_thread(self.scorer.score, query, passages)
+            return blend_standardised(head, scores, weight=self.weight)
+
+        return await _refine_window(hits, self.window, rescore)
 
 
 def _passage(hit: Hit) -> Passage:
@@ -164,35 +191,35 @@ def parse_ranking(reply: str, n: int) -> list[int]:
     return order
 
 
+RANKING_INSTRUCTION = (
+    "Rank passages by how well they answer the question. Reply with passage numbers only, "
+    "best first, e.g. [2, 1, 3]."
+)
+
+
 class LlmRefiner:
     """Listwise reranking by a chat model (seed 004's agentic refinement), over the top `window`."""
 
-    def __init__(self, chat: object, *, window: int = 10, weight: float = 0.5) -> None:
+    def __init__(self, chat: ChatModel, *, window: int = 10, weight: float = 0.5) -> None:
         self.chat = chat
         self.window = window
         self.weight = weight
 
-    async def refine(self, query: str, hits: list[Hit], plan: object) -> list[Hit]:
-        head, tail = hits[: self.window], hits[self.window :]
-        if len(head) < 2:
-            return hits
+    async def refine(self, query: str, hits: list[Hit], plan: RetrievalPlan) -> list[Hit]:
+        return await _refine_window(hits, self.window, lambda head: self._rescore(query, head))
+
+    async def _rescore(self, query: str, head: list[Hit]) -> list[Hit]:
         passages = "\n".join(f"[{i + 1}] {h.title}: {h.text[:400]}" for i, h in enumerate(head))
         messages = [
-            {
-                "role": "system",
-                "content": "Rank passages by how well they answer the question. Reply with passage numbers only, best first, e.g. [2, 1, 3].",
-            },
+            {"role": "system", "content": RANKING_INSTRUCTION},
             {"role": "user", "content": f"Question: {query}\n\nPassages:\n{passages}\n\nRanking:"},
         ]
-        reply = await asyncio.to_thread(self.chat.complete, messages, max_tokens=64)  # type: ignore[attr-defined]
+        reply = await asyncio.to_thread(self.chat.complete, messages, max_tokens=64)
         order = parse_ranking(reply, len(head))
         relevance = [0.0] * len(head)
         for rank, i in enumerate(order):
             relevance[i] = 1.0 / (1 + rank)
-        return above(blend(head, relevance, weight=self.weight), tail)
-
-
-Refiner = TfidfRefiner | ModelRefiner | LikelihoodRefiner | LlmRefiner
+        return blend(head, relevance, weight=self.weight)
 
 
 def build_refiner(settings: Settings) -> Refiner:
@@ -204,7 +231,8 @@ def build_refiner(settings: Settings) -> Refiner:
         name = settings.serve.retrieval.cross_encoder
         if not name:
             raise ConfigError(
-                "refiner 'cross-encoder' needs serve.retrieval.cross_encoder (a checkpoint name or path)"
+                "refiner 'cross-encoder' needs serve.retrieval.cross_encoder "
+                "(a checkpoint name or path)"
             )
         from sentence_transformers import CrossEncoder
 
@@ -215,7 +243,7 @@ def build_refiner(settings: Settings) -> Refiner:
         from rayweave.models.factory import build_dense_encoder
 
         encoder = build_dense_encoder(settings.models)
-        if not hasattr(encoder, "maxsim"):
+        if not isinstance(encoder, MaxSimScorer):
             raise ConfigError(
                 "refiner 'maxsim' needs a multi-vector dense model (models.dense_kind='bge-m3')"
             )

@@ -1,8 +1,8 @@
 """The search request path: classify -> retrieve in parallel under one deadline -> fuse -> refine.
 
 `SearchPipeline` depends only on the protocols below. In Ray Serve its components are adapters
-over DeploymentHandles (see `serve/app.py`); the evaluator builds the same pipeline from in-process
-objects, so both run this exact code.
+over DeploymentHandles (`serve/handle_proxy.py`); the evaluator builds the same pipeline from
+in-process objects, so both run this exact code.
 
 Retrieval runs in two phases inside the deadline: phase 1 runs the vector, web and entity-graph
 retrievers concurrently; phase 2 expands the graph from phase 1's top vector hits (parents,
@@ -216,7 +216,7 @@ class SearchPipeline:
                 hits = await asyncio.wait_for(
                     self.refiner.refine(text, hits, plan), timeout=max(remaining, 0.001)
                 )
-            except Exception:
+            except Exception:  # noqa: BLE001 - a failed or late refiner degrades, keeps fused order
                 degraded.append("refiner")
             timings["refine"] = _ms(t)
             folded = _folded(hits, plan)

@@ -15,6 +15,7 @@ from rayweave.cluster.settings import ServeSettings
 from rayweave.cluster.types import Hit, Level
 from rayweave.models.protocols import ChatModel
 from rayweave.serve.context import assemble_context
+from rayweave.serve.conversation import ConversationMessage, ConversationStore
 from rayweave.serve.schemas import (
     AnswerResponse,
     ResultItem,
@@ -28,19 +29,6 @@ from rayweave.serve.search import SearchPipeline
 class DocumentReader(Protocol):
     async def document(self, doc_id: str) -> list[Hit]:
         """All visible chunks of a document, in level and reading order."""
-
-
-class ConversationStore(Protocol):
-    async def add_message(
-        self,
-        conversation_id: str,
-        *,
-        role: str,
-        content: str,
-        user_id: str | None,
-        document_ids: Sequence[str],
-    ) -> str:
-        """Store a message (PART_OF, CREATED, MENTIONS, REFERENCES); returns its id."""
 
 
 class GraphView(Protocol):
@@ -177,26 +165,16 @@ class SearchService:
             raise NotFoundError(f"document {doc_id!r} not found")
         return [ResultItem.of(h) for h in chunks]
 
-    async def add_message(
-        self,
-        conversation_id: str,
-        *,
-        role: str,
-        content: str,
-        user_id: str | None,
-        document_ids: Sequence[str],
-    ) -> str:
+    async def add_message(self, conversation_id: str, message: ConversationMessage) -> str:
         if self.conversations is None:
             raise NotFoundError("conversations need the graph store, which is not configured")
-        if not content.strip():
+        if not message.content.strip():
             raise QueryError("message content is empty")
-        if len(content) > self.settings.max_query_chars * 4:
-            raise QueryError(
-                f"message has {len(content)} characters; the limit is {self.settings.max_query_chars * 4}"
-            )
-        return await self.conversations.add_message(
-            conversation_id, role=role, content=content, user_id=user_id, document_ids=document_ids
-        )
+        limit = self.settings.max_query_chars * 4
+        if len(message.content) > limit:
+            raise QueryError(f"message has {len(message.content)} characters; the limit is {limit}")
+        message_id: str = await self.conversations.add_message(conversation_id, message)
+        return message_id
 
     async def neighbourhood(self, node_ids: Sequence[str], depth: int) -> dict[str, Any]:
         if self.graph is None:

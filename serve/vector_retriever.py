@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -42,7 +42,7 @@ def hit_from_point(point: ScoredPoint, retriever: str) -> Hit:
         doc_id=str(p.get("doc_id", "")),
         text=str(p.get("text", "")),
         score=float(point.score),
-        level=str(p.get("level", Level.PROPOSITION.value)),
+        level=Level(str(p.get("level", Level.PROPOSITION.value))),
         source=str(p.get("source", "")),
         title=str(p.get("title", "")),
         section_path=tuple(p.get("section_path") or ()),
@@ -158,10 +158,10 @@ class VectorSearch:
         self, query: RetrievalQuery, vec: np.ndarray, sp: SparseVector | None
     ) -> list[Hit]:
         plan = query.plan
-        mode = "hybrid" if sp is not None and sp.indices else "dense"
+        mode: Literal["hybrid", "dense"] = "hybrid" if sp is not None and sp.indices else "dense"
 
         def search(limit: int, **extra: object) -> list[ScoredPoint]:
-            return self.store.query(
+            points: list[ScoredPoint] = self.store.query(
                 VectorQuery(
                     mode=mode,
                     dense=vec,
@@ -171,6 +171,7 @@ class VectorSearch:
                     with_payload=RANKING_FIELDS,
                 )
             )
+            return points
 
         docs = search(max(10, plan.top_k), level=Level.DOCUMENT.value)
         if not docs:
@@ -202,7 +203,8 @@ class VectorSearch:
         return {p.id: hit_from_point(p, "") for p in points if p.payload.get("visible") is True}
 
     async def document(self, doc_id: str) -> list[Hit]:
-        """Every visible chunk of a document: summary, then sections and propositions in reading order."""
+        """Every visible chunk of a document: summary, then sections and propositions in reading
+        order."""
 
         def scan() -> list[Hit]:
             hits: list[Hit] = []

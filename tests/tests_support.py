@@ -60,7 +60,8 @@ def with_collection(settings: Settings, collection: str) -> Settings:
 # Three Python functions for query-likelihood tests: SmolLM2-135M ranks "read a file" and "sort a
 # dict by value" queries to the right one (it confuses "reverse a list" with reading a file).
 CODE_SNIPPETS = [
-    'def read_text(path):\n    """Return the contents of a text file."""\n    with open(path) as f:\n'
+    'def read_text(path):\n    """Return the contents of a text file."""\n'
+    "    with open(path) as f:\n"
     "        return f.read()",
     'def reverse(items):\n    """Reverse a list."""\n    return items[::-1]',
     'def sort_by_value(d):\n    """Sort a dict by its values."""\n'

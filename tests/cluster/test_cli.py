@@ -48,7 +48,8 @@ def cli_env() -> Iterator[dict[str, str]]:
     env = {**os.environ, **stack_env(home), "NO_COLOR": "1", "COLUMNS": "200"}
     env["RAYWEAVE_RAY__METRICS_EXPORT_PORT"] = str(free_ports(1)[0])
     env.pop("RAY_ADDRESS", None)
-    # As in a user's shell: the CLI must set Ray's auth mode itself (this session's conftest set it).
+    # As in a user's shell: the CLI must set Ray's auth mode itself (this session's conftest
+    # set it).
     env.pop("RAY_AUTH_MODE", None)
     yield env
     rayweave(env, "stop", timeout=120)

@@ -16,7 +16,8 @@ import pytest
 from tests_support import free_ports
 
 from rayweave.cluster.errors import ConfigError, ServiceError
-from rayweave.cluster.services import GraphServer, port_is_free, resolve_graph_connection
+from rayweave.cluster.graph_process import port_is_free
+from rayweave.cluster.services import GraphServer, resolve_graph_connection
 from rayweave.cluster.settings import Settings
 
 pytestmark = pytest.mark.integration

@@ -318,7 +318,9 @@ class TestConnectModes:
             "from pathlib import Path\n"
             "from rayweave.cluster.settings import QdrantSettings\n"
             "from rayweave.cluster.vector_service import connect_vector_store\n"
-            f"store = connect_vector_store(QdrantSettings(), path=Path({str(tmp_path)!r}), shared=False)\n"
+            "store = connect_vector_store(\n"
+            f"    QdrantSettings(), path=Path({str(tmp_path)!r}), shared=False\n"
+            ")\n"
             "store.close()\n"
             "print(sorted(m for m in sys.modules if m.startswith('qdrant_client')))\n"
         )

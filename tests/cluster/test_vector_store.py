@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rayweave.cluster.bench_vectors import ClusteredData, clustered_data
+from rayweave.bench.vectors import ClusteredData, clustered_data
 from rayweave.cluster.errors import InputError, NotFoundError, QueryError, VectorStoreError
 from rayweave.cluster.qdrant_edge_store import QdrantEdgeStore
 from rayweave.cluster.types import SparseVector
@@ -88,7 +88,8 @@ def exact_dense(data: ClusteredData, q: int, k: int) -> list[str]:
 
 
 def sparse_scores(data: ClusteredData, query: SparseVector) -> np.ndarray:
-    """Qdrant's IDF modifier: query weight x ln((N - df + 0.5) / (df + 0.5) + 1) x document weight."""
+    """Qdrant's IDF modifier: query weight x ln((N - df + 0.5) / (df + 0.5) + 1) x document
+    weight."""
     n = len(data.sparse)
     out = np.zeros(n)
     for term, qw in zip(query.indices, query.values, strict=True):
@@ -292,6 +293,32 @@ class TestWrites:
             store.set_payload({}, {"visible": True})
         assert store.count() == 5
 
+    def test_bool_filters_match_bools_only(
+        self, backend: str, store_factory: Callable[..., VectorStore]
+    ) -> None:
+        """Every filter form on a bool matches bools by value and never integers (qdrant-edge-py
+        reads a plain bool as 1/0, and MatchAny takes no bools): one rule for both adapters."""
+        store = store_factory(backend)
+        store.ensure_collection(SPEC)
+        store.upsert(small_points(6))
+        assert store.set_payload({"n": [0, 2, 4]}, {"visible": True}) == 3
+        expected = {
+            "true": ({"visible": True}, 3),
+            "false": ({"visible": False}, 3),
+            "any-of one": ({"visible": [True]}, 3),
+            "any-of false": ({"visible": [False]}, 3),
+            "any-of both": ({"visible": [True, False]}, 6),
+            "any-of none": ({"visible": []}, 0),
+            "int on bool field": ({"visible": 1}, 0),
+            "ints on bool field": ({"visible": [1, 0]}, 0),
+            "bool on int field": ({"n": True}, 0),
+            "bools on int field": ({"n": [True, False]}, 0),
+        }
+        got = {name: store.count(flt) for name, (flt, _) in expected.items()}  # type: ignore[arg-type]
+        assert got == {name: n for name, (_, n) in expected.items()}
+        assert store.delete({"visible": [True, False], "doc_id": ["d0", "d1"]}) == 4
+        assert store.count({"visible": [False, True]}) == 2
+
     def test_set_payload_merges_and_counts(
         self, backend: str, store_factory: Callable[..., VectorStore]
     ) -> None:
@@ -326,7 +353,7 @@ class TestWrites:
                 for i in range(15):
                     hits = store.query(VectorQuery(dense=base[i].dense, limit=3, exact=True))
                     assert hits[0].id == f"p{i}"
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - a thread's failure, asserted below
                 errors.append(exc)
 
         def write(offset: int) -> None:
@@ -339,7 +366,7 @@ class TestWrites:
                         for j, p in enumerate(base[:4])
                     ]
                     store.upsert(extra)
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - a thread's failure, asserted below
                 errors.append(exc)
 
         threads = [threading.Thread(target=read) for _ in range(3)]

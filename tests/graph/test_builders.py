@@ -1,4 +1,4 @@
-"""Pure graph builders: names, entity resolution, every edge rule. No server needed."""
+"""`build_graph` end to end: every edge rule on small chunk sets. No server needed."""
 
 from __future__ import annotations
 
@@ -8,25 +8,11 @@ import pytest
 
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, ContentType, Document, Entity, Level
-from rayweave.graph.builders import (
-    CONF_DEFINITION,
-    CONF_DEFINITION_FIRST,
-    CONF_TITLE,
-    EntityResolver,
-    Extraction,
-    GraphExtractor,
-    Statement,
-    build_graph,
-    chunk_ref,
-    definition_subjects,
-    npmi,
-    related_edges,
-    run_extractor,
-    stronger_source,
-    topic_rows,
-)
-from rayweave.graph.names import entity_id, name_ngrams, normalize_name, singular, variants
-from rayweave.graph.schema import EdgeRow, EdgeSource, GraphBatch, NodeLabel, NodeRef, RelType
+from rayweave.graph.builders import build_graph
+from rayweave.graph.edges import CONF_DEFINITION, CONF_DEFINITION_FIRST, CONF_TITLE
+from rayweave.graph.extraction import Extraction, GraphExtractor, Statement, run_extractor
+from rayweave.graph.names import entity_id, normalize_name
+from rayweave.graph.schema import EdgeRow, EdgeSource, GraphBatch, NodeLabel, RelType
 
 E = NodeLabel.ENTITY
 
@@ -45,80 +31,6 @@ def eid(name: str) -> str:
 
 def pairs(batch: GraphBatch, rel: RelType) -> set[tuple[str, str]]:
     return {(e.src.id, e.dst.id) for e in edges(batch, rel)}
-
-
-class TestNames:
-    @pytest.mark.parametrize(
-        ("a", "b"),
-        [
-            ("Ray Serve", "ray-serve"),
-            ("RAY SERVE", "ray serve"),
-            ("Arthur's Magazine", "Arthurs Magazine"),
-            ("The Beatles", "Beatles"),
-            ("ray.serve.run()", "Ray.Serve.Run"),
-            ("Café Society", "Cafe Society"),
-        ],
-    )
-    def test_equivalent_forms_normalise_alike(self, a: str, b: str) -> None:
-        assert normalize_name(a) == normalize_name(b) != ""
-
-    def test_plurals_are_variants_not_folded(self) -> None:
-        assert normalize_name("The Beatles") == "beatles"
-        assert variants("deployments") == ("deployments", "deployment")
-        assert singular("libraries") == "library"
-        assert singular("ray.serve.handles") == "ray.serve.handles"  # code names stay as they are
-
-    def test_ngrams_skip_stopword_edges_and_report_lengths(self) -> None:
-        grams = {
-            (i, n, g)
-            for i, n, g in name_ngrams("Started first, Arthur's Magazine or First for Women?", 3)
-        }
-        assert (2, 2, "arthurs magazine") in grams
-        assert (5, 3, "first for women") in grams
-        assert not any(g.startswith("or ") or g.endswith(" or") for _, _, g in grams)
-
-
-class TestResolver:
-    def test_case_plural_and_punctuation_merge_into_one_entity(self) -> None:
-        r = EntityResolver()
-        for s in ("Deployment", "deployments", "DEPLOYMENT", "deployment."):
-            r.add(s)
-        (row,) = r.rows()
-        assert row.id == entity_id("deployment")
-        assert set(row.aliases) >= {"deployment", "deployments"}
-        assert r.resolve("deployments") == [row.id]
-
-    def test_short_code_name_merges_into_its_unique_qualified_name(self) -> None:
-        r = EntityResolver()
-        r.add("ray.serve.run", "symbol")
-        r.add("run", "symbol")
-        r.add("numpy.save", "symbol")
-        r.add("torch.save", "symbol")
-        r.add("save", "symbol")
-        ids = {row.name: row.id for row in r.rows()}
-        assert r.resolve("run") == [ids["ray.serve.run"]]
-        assert "run" not in ids
-        # "save" is ambiguous (numpy.save, torch.save): it stays its own entity.
-        assert r.resolve("save") == [ids["save"]]
-
-    def test_known_aliases_reuse_stored_ids(self) -> None:
-        r = EntityResolver(known={"ray serve": ["stored-id"]})
-        r.add("Ray Serve")
-        assert r.resolve("ray serve") == ["stored-id"]
-        assert r.rows()[0].id == "stored-id"
-
-    def test_kind_prefers_specific_over_concept_and_title(self) -> None:
-        r = EntityResolver()
-        r.add("Ada Lovelace", "title", title=True)
-        r.add("Ada Lovelace", "PERSON")
-        assert r.rows()[0].kind == "PERSON"
-        assert r.rows()[0].name == "Ada Lovelace"
-
-    def test_stopwords_and_numbers_are_not_entities(self) -> None:
-        r = EntityResolver()
-        assert r.add("The") == ""
-        assert r.add("1999") == ""
-        assert r.rows() == []
 
 
 class TestExplains:
@@ -142,21 +54,6 @@ class TestExplains:
         assert not any(dst == eid("Overview") for _, dst in got)  # generic heading
         assert got[("s3", eid("replica"))] == (CONF_DEFINITION_FIRST, EdgeSource.DEFINITION)
         assert got[("s3", eid("handle"))] == (CONF_DEFINITION, EdgeSource.DEFINITION)
-
-    @pytest.mark.parametrize(
-        ("text", "names"),
-        [
-            (
-                "Arthur's Magazine (1844–1846) was an American literary periodical.",
-                ["Arthur's Magazine"],
-            ),
-            ("BM25 refers to a ranking function. It is a bag-of-words model.", ["BM25"]),
-            ("It is a tool. This is a test. There is a way.", []),
-            ("The quick brown fox jumps over the lazy sleeping dog is a sentence.", []),
-        ],
-    )
-    def test_definition_patterns(self, text: str, names: list[str]) -> None:
-        assert [n for n, _ in definition_subjects(text)] == names
 
 
 class TestMentions:
@@ -196,7 +93,8 @@ class TestMentions:
             sec(
                 "x",
                 "X",
-                "New York and New York again. Mercury rose. The mercury in the thermometer. York too.",
+                "New York and New York again. Mercury rose. The mercury in the thermometer. "
+                "York too.",
             ),
         ]
         m = {(e.src.id, e.dst.id): e for e in edges(build_graph(chunks), RelType.MENTIONS)}
@@ -230,14 +128,6 @@ class TestMentions:
         assert m.source is EdgeSource.EXTRACTOR
         assert m.confidence > 0.9  # noisy-OR of both rules
 
-    def test_stronger_source_label_rule(self) -> None:
-        gaz, ext, title = EdgeSource.GAZETTEER, EdgeSource.EXTRACTOR, EdgeSource.TITLE
-        assert stronger_source(gaz, 0.9, ext, 0.1) is ext
-        assert stronger_source(ext, 0.1, gaz, 0.9) is ext
-        assert stronger_source(title, 0.9, ext, 0.5) is title
-        assert stronger_source(title, 0.4, ext, 0.5) is ext
-        assert stronger_source(gaz, 0.9, gaz, 0.5) is gaz
-
     def test_names_in_most_units_are_too_generic_for_the_gazetteer(self) -> None:
         chunks = [sec("film", "F", "A film.", title="Film")]
         chunks += [sec(f"c{i}", f"D{i}", f"Film number {i} by Director{i}.") for i in range(60)]
@@ -249,27 +139,6 @@ class TestMentions:
 
 
 class TestRelatedAndTopics:
-    def test_npmi_bounds(self) -> None:
-        assert npmi(10, 10, 10, 10) == 1.0
-        assert npmi(5, 5, 5, 100) == pytest.approx(1.0)
-        assert npmi(1, 50, 50, 100) < 0
-        assert npmi(0, 5, 5, 100) == -1.0
-
-    def test_related_needs_support_and_pmi(self) -> None:
-        units = [{"a", "b"}, {"a", "b"}, {"a", "c"}, {"d"}, {"e"}, {"f", "c"}]
-        got = related_edges(units, GraphSettings(related_min_support=2, related_min_npmi=0.1))
-        assert [(e.src.id, e.dst.id) for e in got] == [("a", "b")]
-        (ab,) = got
-        assert ab.source is EdgeSource.COOCCURRENCE
-        assert ab.count == 2
-        assert 0 < ab.confidence <= 1
-        assert related_edges(units, GraphSettings(related_min_support=3)) == []
-
-    def test_related_caps_edges_per_entity(self) -> None:
-        units = [{"hub", f"x{i}"} for i in range(5) for _ in range(2)] + [{"pad"}] * 20
-        got = related_edges(units, GraphSettings(related_max_per_entity=2, related_min_npmi=0.0))
-        assert sum("hub" in (e.src.id, e.dst.id) for e in got) == 2
-
     def test_build_links_cooccurring_entities(self) -> None:
         chunks = [
             sec(f"s{i}", f"d{i}", "Ray Serve uses Starlette for HTTP.", title=f"Doc {i}")
@@ -285,23 +154,6 @@ class TestRelatedAndTopics:
         b = build_graph(chunks, mentions=ents)
         a, z = sorted((eid("Ray Serve"), eid("Starlette")))
         assert (a, z) in pairs(b, RelType.RELATED_TO)
-
-    def test_topics_cluster_keywords_and_documents_belong(self) -> None:
-        kw_ml = ("embedding", "vector", "retrieval")
-        kw_ops = ("kubernetes", "helm", "pod")
-        chunks = [sec(f"m{i}", f"m{i}", "x", keywords=kw_ml) for i in range(3)]
-        chunks += [sec(f"k{i}", f"k{i}", "x", keywords=kw_ops) for i in range(3)]
-        chunks += [sec("mix", "mix", "x", keywords=("embedding", "pod"))]
-        topics, belongs = topic_rows(chunks, GraphSettings())
-        assert sorted(sorted(t.keywords) for t in topics) == [sorted(kw_ml), sorted(kw_ops)]
-        ml = next(t for t in topics if "vector" in t.keywords)
-        shares = {e.src.id: e.weight for e in belongs if e.dst.id == ml.id}
-        assert shares["m0"] == 1.0
-        assert shares["mix"] == pytest.approx(1 / 3, abs=1e-6)
-        assert "k0" not in shares
-        assert all(
-            e.src.label is NodeLabel.DOCUMENT and e.source is EdgeSource.KEYWORDS for e in belongs
-        )
 
 
 class TestCodeAndErrors:
@@ -384,11 +236,6 @@ class TestGeneral:
         assert rel.source is EdgeSource.LLM
         assert rel.props == {"predicate": "stores"}
         assert {rel.src.id, rel.dst.id} == {eid("Qdrant"), eid("vectors")}
-
-    def test_document_level_chunks_map_to_document_nodes(self) -> None:
-        c = Chunk(id="summary-1", doc_id="doc-1", level=Level.DOCUMENT, text="x")
-        assert chunk_ref(c) == NodeRef(NodeLabel.DOCUMENT, "doc-1")
-        assert chunk_ref(sec("s", "doc-1", "x")) == NodeRef(NodeLabel.SECTION, "s")
 
     def test_deterministic_and_well_formed(self) -> None:
         chunks = [

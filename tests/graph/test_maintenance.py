@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rayweave.cluster.errors import InputError
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Chunk, ContentType, Document, Level
-from rayweave.graph.maintenance import prune_graph, retention_cutoff
 from rayweave.graph.schema import (
     EdgeRow,
     EdgeSource,
@@ -20,6 +20,7 @@ from rayweave.graph.schema import (
     RelType,
 )
 from rayweave.graph.store import GraphStore
+from rayweave.graph.store.maintenance import prune_graph, retention_cutoff
 
 pytestmark = pytest.mark.integration
 
@@ -43,6 +44,16 @@ def _section(doc_id: str, i: int) -> Chunk:
     return Chunk(id=f"{doc_id}-s{i}", doc_id=doc_id, level=Level.SECTION, text=f"{doc_id} {i}")
 
 
+def _mention(section: str, entity: str, confidence: float, source: EdgeSource) -> EdgeRow:
+    return EdgeRow(
+        rel=RelType.MENTIONS,
+        src=NodeRef(S, section),
+        dst=NodeRef(E, entity),
+        confidence=confidence,
+        source=source,
+    )
+
+
 def _populate(store: GraphStore) -> None:
     """Doc `a` (2 sections) mentions `kept` strongly and `weak` weakly; `talk` is named only by
     messages; the `ghost` section's Document node is gone (as after an interrupted delete)."""
@@ -56,20 +67,8 @@ def _populate(store: GraphStore) -> None:
                 EntityRow(id="talk", name="Dead Letter Queue"),
             ),
             edges=(
-                EdgeRow(
-                    rel=RelType.MENTIONS,
-                    src=NodeRef(S, "a-s0"),
-                    dst=NodeRef(E, "kept"),
-                    confidence=0.9,
-                    source=EdgeSource.EXTRACTOR,
-                ),
-                EdgeRow(
-                    rel=RelType.MENTIONS,
-                    src=NodeRef(S, "a-s1"),
-                    dst=NodeRef(E, "weak"),
-                    confidence=0.3,
-                    source=EdgeSource.COOCCURRENCE,
-                ),
+                _mention("a-s0", "kept", 0.9, EdgeSource.EXTRACTOR),
+                _mention("a-s1", "weak", 0.3, EdgeSource.COOCCURRENCE),
             ),
         )
     )
@@ -160,11 +159,11 @@ class TestPruneGraph:
         self,
         graph_store: GraphStore,
         settings: Settings,
-        kwargs: dict[str, float],
+        kwargs: dict[str, Any],
         message: str,
     ) -> None:
         with pytest.raises(InputError, match=message):
-            prune_graph(settings, store=graph_store, **kwargs)  # type: ignore[arg-type]
+            prune_graph(settings, store=graph_store, **kwargs)
 
 
 def test_retention_cutoff() -> None:

@@ -1,6 +1,9 @@
-"""GraphStore against a real Bolt server (embedded ArcadeDB; Neo4j too when RAYWEAVE_GRAPH__URI is set)."""
+"""GraphStore against a real Bolt server (embedded ArcadeDB; Neo4j too when RAYWEAVE_GRAPH__URI
+is set)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -41,7 +44,8 @@ def doc(doc_id: str, title: str = "") -> Document:
 
 
 def doc_chunks(doc_id: str, n_sections: int = 2) -> list[Chunk]:
-    """A Level.DOCUMENT summary, `n_sections` sections in sequence, one proposition under the first."""
+    """A Level.DOCUMENT summary, `n_sections` sections in sequence, one proposition under the
+    first."""
     sec = [f"{doc_id}-s{i}" for i in range(n_sections)]
     out = [
         Chunk(
@@ -84,8 +88,37 @@ def entity(eid: str, name: str, kind: str = "concept", aliases: tuple[str, ...] 
     return EntityRow(id=eid, name=name, kind=kind, aliases=aliases)
 
 
-def edge(rel: RelType, src: NodeRef, dst: NodeRef, **kw: object) -> EdgeRow:
-    return EdgeRow(rel=rel, src=src, dst=dst, **kw)  # type: ignore[arg-type]
+def edge(rel: RelType, src: NodeRef, dst: NodeRef, **kw: Any) -> EdgeRow:
+    return EdgeRow(rel=rel, src=src, dst=dst, **kw)
+
+
+def two_doc_edges() -> tuple[EdgeRow, ...]:
+    a, a_p0 = NodeRef(D, "a"), NodeRef(P, "a-p0")
+    a_s0, b_s1 = NodeRef(S, "a-s0"), NodeRef(S, "b-s1")
+    shared, lonely = NodeRef(E, "shared"), NodeRef(E, "lonely")
+    extractor, gazetteer = EdgeSource.EXTRACTOR, EdgeSource.GAZETTEER
+    return (
+        edge(RelType.MENTIONS, a_s0, shared, count=2, confidence=0.8, source=extractor),
+        edge(RelType.MENTIONS, b_s1, shared, confidence=0.8, source=extractor),
+        edge(RelType.MENTIONS, a_p0, lonely, confidence=0.9, source=gazetteer),
+        edge(RelType.EXPLAINS, a, lonely, confidence=0.95, source=EdgeSource.TITLE),
+        edge(RelType.BELONGS_TO, a, NodeRef(T, "t1"), confidence=0.5, source=EdgeSource.KEYWORDS),
+        edge(
+            RelType.RELATED_TO,
+            shared,
+            lonely,
+            weight=0.4,
+            confidence=0.4,
+            source=EdgeSource.COOCCURRENCE,
+        ),
+    )
+
+
+def write_mention_ends(store: GraphStore) -> tuple[NodeRef, NodeRef]:
+    """Doc a's chunks and entity e1: the two ends of a MENTIONS edge a test writes over."""
+    store.write_chunks(doc_chunks("a"))
+    store.write_entities([entity("e1", "Thing")])
+    return NodeRef(S, "a-s0"), NodeRef(E, "e1")
 
 
 def write_two_docs(store: GraphStore) -> None:
@@ -99,52 +132,7 @@ def write_two_docs(store: GraphStore) -> None:
                 entity("lonely", "Lonely Thing"),
             ),
             topics=(TopicRow(id="t1", name="alpha", keywords=("alpha",)),),
-            edges=(
-                edge(
-                    RelType.MENTIONS,
-                    NodeRef(S, "a-s0"),
-                    NodeRef(E, "shared"),
-                    count=2,
-                    confidence=0.8,
-                    source=EdgeSource.EXTRACTOR,
-                ),
-                edge(
-                    RelType.MENTIONS,
-                    NodeRef(S, "b-s1"),
-                    NodeRef(E, "shared"),
-                    confidence=0.8,
-                    source=EdgeSource.EXTRACTOR,
-                ),
-                edge(
-                    RelType.MENTIONS,
-                    NodeRef(P, "a-p0"),
-                    NodeRef(E, "lonely"),
-                    confidence=0.9,
-                    source=EdgeSource.GAZETTEER,
-                ),
-                edge(
-                    RelType.EXPLAINS,
-                    NodeRef(D, "a"),
-                    NodeRef(E, "lonely"),
-                    confidence=0.95,
-                    source=EdgeSource.TITLE,
-                ),
-                edge(
-                    RelType.BELONGS_TO,
-                    NodeRef(D, "a"),
-                    NodeRef(T, "t1"),
-                    confidence=0.5,
-                    source=EdgeSource.KEYWORDS,
-                ),
-                edge(
-                    RelType.RELATED_TO,
-                    NodeRef(E, "shared"),
-                    NodeRef(E, "lonely"),
-                    weight=0.4,
-                    confidence=0.4,
-                    source=EdgeSource.COOCCURRENCE,
-                ),
-            ),
+            edges=two_doc_edges(),
         )
     )
 
@@ -188,12 +176,14 @@ class TestWrites:
         assert c.rel(RelType.HAS_CHILD) == 4  # summary -> 3 sections, s0 -> p0
         assert c.rel(RelType.NEXT) == 2
         rows = graph_store.read(
-            "MATCH (d:Document {key: $k}) RETURN d.chunk_id AS cid, d.text AS text, d.title AS title",
+            "MATCH (d:Document {key: $k}) "
+            "RETURN d.chunk_id AS cid, d.text AS text, d.title AS title",
             {"k": graph_store.key("a")},
         )
         assert rows == [{"cid": "a-sum", "text": "a summary", "title": "a"}]
         rows = graph_store.read(
-            "MATCH (s:Section {key: $k})-[:NEXT]->(n:Section) RETURN n.id AS id, s.section_path AS path",
+            "MATCH (s:Section {key: $k})-[:NEXT]->(n:Section) "
+            "RETURN n.id AS id, s.section_path AS path",
             {"k": graph_store.key("a-s0")},
         )
         assert rows == [{"id": "a-s1", "path": ["Intro", "Part 0"]}]
@@ -230,9 +220,7 @@ class TestWrites:
     def test_max_merge_keeps_the_stronger_edge_and_replace_overwrites(
         self, graph_store: GraphStore
     ) -> None:
-        graph_store.write_chunks(doc_chunks("a"))
-        graph_store.write_entities([entity("e1", "Thing")])
-        ref = (NodeRef(S, "a-s0"), NodeRef(E, "e1"))
+        ref = write_mention_ends(graph_store)
         graph_store.write_edges(
             [edge(RelType.MENTIONS, *ref, weight=0.9, confidence=0.6, source=EdgeSource.GAZETTEER)]
         )
@@ -248,7 +236,10 @@ class TestWrites:
                 )
             ]
         )
-        query = "MATCH (:Section {key: $k})-[m:MENTIONS]->() RETURN m.weight AS w, m.confidence AS c, m.source AS s, m.count AS n"
+        query = (
+            "MATCH (:Section {key: $k})-[m:MENTIONS]->() "
+            "RETURN m.weight AS w, m.confidence AS c, m.source AS s, m.count AS n"
+        )
         assert graph_store.read(query, {"k": graph_store.key("a-s0")}) == [
             {"w": 0.9, "c": 0.8, "s": "extractor", "n": 3}
         ]
@@ -259,15 +250,14 @@ class TestWrites:
         assert graph_store.read(query, {"k": graph_store.key("a-s0")}) == [
             {"w": 0.1, "c": 0.1, "s": "gazetteer", "n": 1}
         ]
+        unknown_mode: Any = "sum"
         with pytest.raises(ValueError, match="mode"):
-            graph_store.write_edges([], mode="sum")  # type: ignore[arg-type]
+            graph_store.write_edges([], mode=unknown_mode)
 
     def test_a_gazetteer_match_never_relabels_an_introducing_edge(
         self, graph_store: GraphStore
     ) -> None:
-        graph_store.write_chunks(doc_chunks("a"))
-        graph_store.write_entities([entity("e1", "Thing")])
-        ref = (NodeRef(S, "a-s0"), NodeRef(E, "e1"))
+        ref = write_mention_ends(graph_store)
         graph_store.write_edges(
             [edge(RelType.MENTIONS, *ref, confidence=0.6, source=EdgeSource.EXTRACTOR)]
         )
@@ -468,7 +458,8 @@ class TestInjection:
         assert after.node(E) == before.node(E) + 1
         assert after.node(S) == before.node(S) + 1
         rows = graph_store.read(
-            "MATCH (s:Section {key: $k})-[m:MENTIONS]->(e:Entity) RETURN e.name AS name, e.kind AS kind, m.note AS note",
+            "MATCH (s:Section {key: $k})-[m:MENTIONS]->(e:Entity) "
+            "RETURN e.name AS name, e.kind AS kind, m.note AS note",
             {"k": graph_store.key(text + "#s")},
         )
         assert rows == [{"name": text, "kind": text, "note": text}]

@@ -7,10 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from rayweave.cluster.errors import ConfigError
 from rayweave.cluster.settings import GraphSettings
-from rayweave.cluster.types import Chunk, ContentType, Hit, Level
+from rayweave.cluster.types import Chunk, ContentType, Hit, Level, QueryType
 from rayweave.graph.builders import build_graph
+from rayweave.graph.profiles import TraversalProfile
+from rayweave.graph.queries import Seed
 from rayweave.graph.schema import (
     EdgeRow,
     EdgeSource,
@@ -21,19 +22,7 @@ from rayweave.graph.schema import (
     RelType,
 )
 from rayweave.graph.store import GraphStore
-from rayweave.graph.traversal import (
-    PROFILES,
-    GraphTraversal,
-    QueryType,
-    Seed,
-    TraversalProfile,
-    blend_conversation,
-    bridge_links,
-    idf,
-    normalize_seeds,
-    parse_query_type,
-    query_forms,
-)
+from rayweave.graph.traversal import GraphTraversal
 
 D, S, P, E = NodeLabel.DOCUMENT, NodeLabel.SECTION, NodeLabel.PROPOSITION, NodeLabel.ENTITY
 
@@ -175,47 +164,6 @@ def by_id(hits: list[Hit]) -> dict[str, Hit]:
 pytestmark = pytest.mark.integration
 
 
-class TestPure:
-    def test_parse_query_type(self) -> None:
-        assert parse_query_type(None) is QueryType.GENERAL
-        assert parse_query_type("How-To") is QueryType.HOW_TO
-        with pytest.raises(ConfigError, match="how-to"):
-            parse_query_type("poetry")
-
-    def test_every_query_type_has_a_profile(self) -> None:
-        assert set(PROFILES) == set(QueryType)
-
-    def test_seed_normalisation_and_idf(self) -> None:
-        got = {
-            s.chunk_id: s.score
-            for s in normalize_seeds(
-                [
-                    Seed(chunk_id="a", score=4),
-                    Seed(chunk_id="b", score=2),
-                    Seed(chunk_id="a", score=1),
-                ]
-            )
-        }
-        assert got == {"a": 1.0, "b": 0.5}
-        assert idf(1) == 1.0
-        assert idf(10) < idf(2) < 1.0
-
-    def test_blend_is_seed_003s_formula(self) -> None:
-        got = blend_conversation(
-            {"x": 0.8, "y": 0.4}, {"y": 2.0}, vector_weight=0.7, concept_weight=0.3
-        )
-        assert got == pytest.approx({"x": 0.7, "y": 0.35 + 0.3})
-
-    def test_query_forms_cover_ngrams_singulars_and_names(self) -> None:
-        forms = {
-            f.form: f
-            for f in query_forms("How many replicas does Ray Serve start?", 4, ["The Autoscaler"])
-        }
-        assert forms["ray serve"].length == 2
-        assert forms["replica"].exact is False
-        assert forms["autoscaler"].start == -1
-
-
 class TestExpand:
     def test_parent_siblings_children_with_paths(self, trav: GraphTraversal) -> None:
         hits = by_id(trav.expand([Seed(chunk_id="serve-s1", score=0.9)]))
@@ -348,7 +296,8 @@ HOTPOT = [
     section(
         "a0",
         "A",
-        "Arthur's Magazine was an American literary periodical. In 1846 it was merged into Godey's Lady's Book.",
+        "Arthur's Magazine was an American literary periodical. "
+        "In 1846 it was merged into Godey's Lady's Book.",
         0,
         title="Arthur's Magazine",
     ),
@@ -435,27 +384,6 @@ class TestBridge:
             query_text="", seeds=[Seed(chunk_id="a0")], query_type="what_is"
         )
         assert none == []
-
-
-def test_bridge_links_follow_only_each_seeds_rarest_entities() -> None:
-    def row(seed: str, eid: str, df: int, target: str) -> dict[str, object]:
-        return {
-            "seed": seed, "eid": eid, "edf": df, "mw": 1.0, "mc": 1.0, "xc": 1.0,
-            "tid": f"{target}0", "tlabel": "Section", "tdoc": target, "tkey": f"k{target}",
-            "ttext": target, "tchunk": None,
-        }  # fmt: skip
-
-    rows = [row("s", "common", 40, "C"), row("s", "rare", 1, "R"), row("s", "rare", 1, "R")]
-    rows.append(row("t", "common", 40, "C"))
-    links = bridge_links(rows, GraphSettings(max_entities_per_seed=1))
-    # s keeps only its rarest entity; the duplicate row of (s, R) is one link; best first.
-    assert [(lk.paths[0].nodes[0], lk.doc_id) for lk in links] == [("s", "R"), ("t", "C")]
-    both = bridge_links(rows, GraphSettings(max_entities_per_seed=2))
-    assert sorted((lk.paths[0].nodes[0], lk.doc_id) for lk in both) == [
-        ("s", "C"),
-        ("s", "R"),
-        ("t", "C"),
-    ]
 
 
 class TestConversation:

@@ -6,8 +6,8 @@ import pytest
 
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Hit, Level, QueryType
+from rayweave.graph.profiles import PROFILES
 from rayweave.graph.projection import GraphProjection, ProjectionBuilder
-from rayweave.graph.traversal import PROFILES
 from rayweave.graph.walk import (
     WalkRequest,
     bridge_links,

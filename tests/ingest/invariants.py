@@ -8,6 +8,7 @@ from rayweave.cluster.settings import IngestSettings
 from rayweave.cluster.types import ContentType, Document, Level
 from rayweave.ingest.chunking import ChunkedDocument
 from rayweave.ingest.sentences import split_sentences
+from rayweave.models.protocols import TokenCounter
 
 
 def word_chars(text: str) -> set[int]:
@@ -15,11 +16,18 @@ def word_chars(text: str) -> set[int]:
 
 
 def check_invariants(
-    doc: Document, cd: ChunkedDocument, s: IngestSettings, counter: object
+    doc: Document, cd: ChunkedDocument, s: IngestSettings, counter: TokenCounter
 ) -> None:
     """The structural contract every chunked document satisfies (see `rayweave.ingest.chunking`)."""
-    text = cd.text
-    summary, sections, props = cd.summary, cd.sections, cd.propositions
+    _check_identity(doc, cd)
+    _check_texts(doc, cd)
+    _check_coverage(doc, cd)
+    _check_links(cd)
+    _check_counts(doc, cd, s, counter)
+
+
+def _check_identity(doc: Document, cd: ChunkedDocument) -> None:
+    sections, props = cd.sections, cd.propositions
     assert cd.chunks[0].level == Level.DOCUMENT
     assert len(cd.chunks) == 1 + len(sections) + len(props)
     assert len(cd.embed_texts) == len(cd.chunks)
@@ -31,27 +39,33 @@ def check_invariants(
         assert c.source == doc.source
         assert c.title == doc.title
 
-    # Every level's text comes from the document.
-    for c in (*sections, *props):
+
+def _check_texts(doc: Document, cd: ChunkedDocument) -> None:
+    """Every level's text comes from the document."""
+    text = cd.text
+    for c in (*cd.sections, *cd.propositions):
         assert c.text == text[c.start_char : c.end_char]
         assert c.text.strip() == c.text
         assert c.text
-    for line in summary.text.split("\n"):
+    for line in cd.summary.text.split("\n"):
         for part in line.split("; "):
             if doc.content_type == ContentType.CODE:  # "signature docstring-sentence": both quoted
                 assert part == doc.title or all(w in text for w in part.split()), part
             else:
                 assert part == doc.title or part in text, part
 
-    # Sections in reading order cover all content; leaves (propositions and childless sections)
-    # tile it exactly once.
+
+def _check_coverage(doc: Document, cd: ChunkedDocument) -> None:
+    """Sections in reading order cover all content; leaves (propositions and childless
+    sections) tile it exactly once."""
+    text, sections = cd.text, cd.sections
     starts = [c.start_char for c in sections]
     assert starts == sorted(starts)
     covered: set[int] = set()
     for c in sections:
         covered |= set(range(c.start_char, c.end_char))
     assert word_chars(text) <= covered
-    leaves = [c for c in sections if not c.children_ids] + list(props)
+    leaves = [c for c in sections if not c.children_ids] + list(cd.propositions)
     seen: list[int] = []
     for c in leaves:
         seen.extend(i for i in range(c.start_char, c.end_char) if not text[i].isspace())
@@ -61,7 +75,10 @@ def check_invariants(
         # functions inside it (module -> class -> function), not the code between them.
         assert word_chars(text) <= set(seen)
 
-    # Structure: parent, children, prev/next, positions.
+
+def _check_links(cd: ChunkedDocument) -> None:
+    """Structure: parent, children, prev/next, positions."""
+    summary, sections, props = cd.summary, cd.sections, cd.propositions
     assert summary.parent_id is None
     assert summary.children_ids == tuple(c.id for c in sections)
     for level_chunks in (sections, props):
@@ -82,8 +99,13 @@ def check_invariants(
             assert kids[0].text != sec.text, "a proposition repeating its section is not emitted"
     assert sum(len(s.children_ids) for s in sections) == len(props)
 
-    # Token counts are the model's counts of the stored text; bounds hold.
-    count = counter.count_tokens  # type: ignore[attr-defined]
+
+def _check_counts(
+    doc: Document, cd: ChunkedDocument, s: IngestSettings, counter: TokenCounter
+) -> None:
+    """Token counts are the model's counts of the stored text; bounds hold."""
+    summary, sections, props = cd.summary, cd.sections, cd.propositions
+    count = counter.count_tokens
     assert [c.token_count for c in (*sections, *props)] == count(
         [c.text for c in (*sections, *props)]
     )

@@ -15,21 +15,14 @@ from rayweave.cluster.settings import IngestSettings
 from rayweave.cluster.types import Chunk, ContentType, Document, Level
 from rayweave.ingest.chunking import chunk_document, chunk_documents
 from rayweave.ingest.sentences import is_dangling, split_sentences
-from rayweave.ingest.tokens import TokenizerCounter, WordPieceEstimate
+from rayweave.models.tokens import TokenizerCounter, WordPieceEstimate
 
 from .code_samples import generate
+from .conftest import SMALL
 from .doc_strategies import markdown_doc, plain_doc
 from .invariants import check_invariants
 
 ESTIMATE = WordPieceEstimate()
-SMALL = IngestSettings(
-    section_min_tokens=40,
-    section_max_tokens=80,
-    section_overlap_tokens=12,
-    proposition_min_tokens=16,
-    proposition_max_tokens=32,
-    summary_max_tokens=40,
-)
 
 
 def make(
@@ -121,7 +114,8 @@ class TestContentTypes:
             "---\ntitle: Ferry Guide\n---\n# Ferry Guide\n\nFerry runs tasks. It retries them.\n\n"
             "## Install\n\nRun the installer. See [setup](setup.md) and `ferry.Worker`.\n\n"
             "```bash\npip install ferry-queue[redis]\n```\n\n"
-            "## Errors\n\nError E1003 means the broker is down. `LeaseExpiredError: lease lost` is raised too.\n"
+            "## Errors\n\nError E1003 means the broker is down. "
+            "`LeaseExpiredError: lease lost` is raised too.\n"
         )
         doc = make(text, title="Ferry Guide")
         cd = chunk_document(doc, tokens=minilm, settings=settings)
@@ -209,8 +203,10 @@ class TestContentTypes:
 
     def test_rst(self, minilm: TokenizerCounter, settings: IngestSettings) -> None:
         text = (
-            "Ferry CLI\n=========\n\nThe CLI manages workers.\n\nStarting\n--------\n\nUse this::\n\n"
-            "    ferry worker --queues default\n\n.. code-block:: python\n\n    from ferry import Worker\n    Worker().run()\n\n"
+            "Ferry CLI\n=========\n\nThe CLI manages workers.\n\n"
+            "Starting\n--------\n\nUse this::\n\n"
+            "    ferry worker --queues default\n\n.. code-block:: python\n\n"
+            "    from ferry import Worker\n    Worker().run()\n\n"
             "See :doc:`configuration` and `the guide <https://example.com/guide>`_.\n"
         )
         doc = make(text, ContentType.RST, title="Ferry CLI")
@@ -247,7 +243,8 @@ class TestContentTypes:
             "<html><head><title>Arch</title><style>p{color:red}</style></head><body>"
             "<nav><a href='/'>Home</a></nav><h1>Arch</h1><p>The broker stores <b>tasks</b>. "
             "See <a href='leases.html'>leases</a>.</p><script>alert('x')</script>"
-            "<h2>Flow</h2><pre><code class='language-python'>worker.run()\nbroker.ack(t)</code></pre>"
+            "<h2>Flow</h2><pre><code class='language-python'>"
+            "worker.run()\nbroker.ack(t)</code></pre>"
             "<ul><li>First item.</li><li>Second item.</li></ul></body></html>"
         )
         doc = make(html, ContentType.HTML, title="Arch")
@@ -341,7 +338,11 @@ class TestContentTypes:
         )
 
     def test_code_embed_modes(self, minilm: TokenizerCounter) -> None:
-        code = 'def writeBoolean(self, n):\n    """Writes a Boolean to the stream."""\n    self.stream.write(n)\n'
+        code = (
+            "def writeBoolean(self, n):\n"
+            '    """Writes a Boolean to the stream."""\n'
+            "    self.stream.write(n)\n"
+        )
         doc = make(code, ContentType.CODE, title="writeBoolean", language="python")
         raw = chunk_document(doc, tokens=minilm, settings=IngestSettings())
         assert raw.embed_texts[1] == raw.sections[0].text

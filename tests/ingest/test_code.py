@@ -17,7 +17,8 @@ from rayweave.ingest.code import (
     split_code,
     supported_languages,
 )
-from rayweave.ingest.tokens import TokenizerCounter, WordPieceEstimate
+from rayweave.ingest.code.languages import ALIASES, SPECS
+from rayweave.models.tokens import TokenizerCounter, WordPieceEstimate
 
 from .code_samples import LANGUAGES, generate
 
@@ -41,7 +42,8 @@ def check_tiling(code: str, units: list[CodeUnit]) -> None:
 def check_functions_whole(
     code: str, units: list[CodeUnit], functions: dict[str, tuple[int, int]], limit: int
 ) -> None:
-    """A function sits inside one unit, unless it alone is over the limit: then only its parts cover it."""
+    """A function sits inside one unit, unless it alone is over the limit: then only its parts
+    cover it."""
     for name, (fs, fe) in functions.items():
         holders = [u for u in units if u.start <= fs and fe <= u.end]
         if holders:
@@ -74,7 +76,7 @@ class TestSplitCode:
     def test_docstrings_and_signatures_stay_with_the_function(self, language: str) -> None:
         gen = generate(language, [2, 3])
         units = split_code(gen.code, language, count_tokens=COUNT, max_tokens=200, min_tokens=0)
-        found = {}
+        found: dict[str, CodeUnit] = {}
         for u in units:
             for m in (u, *u.members):
                 if m.name in gen.functions:
@@ -145,7 +147,10 @@ class TestSplitCode:
         assert split_code("   \n ", "python", count_tokens=COUNT, max_tokens=25) == []
 
     def test_non_ascii_offsets(self) -> None:
-        code = 'def naïve(ß):\n    """Größe berechnen – schnell."""\n    return ß * 2\n\n\ndef other():\n    return "日本"\n'
+        code = (
+            'def naïve(ß):\n    """Größe berechnen – schnell."""\n    return ß * 2\n\n\n'
+            'def other():\n    return "日本"\n'
+        )
         units = split_code(code, "python", count_tokens=COUNT, max_tokens=12)
         check_tiling(code, units)
         assert any(u.name == "naïve" for u in units)
@@ -316,7 +321,8 @@ class TestSymbols:
             ),
             (
                 "typescript",
-                'import { Y } from "./y";\ninterface I { n(): void }\nfunction g(a: Y): number { return h(a); }\n',
+                'import { Y } from "./y";\ninterface I { n(): void }\n'
+                "function g(a: Y): number { return h(a); }\n",
                 ["I", "g"],
                 ["./y"],
                 "h",
@@ -351,7 +357,8 @@ class TestSymbols:
             ),
             (
                 "c",
-                '#include <stdio.h>\nstruct pt { int x; };\nint main(void) { return puts("hi"); }\n',
+                "#include <stdio.h>\nstruct pt { int x; };\n"
+                'int main(void) { return puts("hi"); }\n',
                 ["pt", "main"],
                 ["stdio.h"],
                 "puts",
@@ -400,7 +407,8 @@ class TestSymbols:
             ),
             (
                 "move",
-                "module 0x1::coin {\n    use std::signer;\n    public fun mint(s: &signer) { transfer(s); }\n}\n",
+                "module 0x1::coin {\n    use std::signer;\n"
+                "    public fun mint(s: &signer) { transfer(s); }\n}\n",
                 ["0x1::coin", "0x1::coin.mint"],
                 ["std::signer"],
                 "transfer",
@@ -434,9 +442,28 @@ class TestEmbedText:
         assert identifier_words("x = y + 1") == "x = y + 1"
 
     def test_code_embed_text_reads_as_words(self) -> None:
-        code = 'def writeBoolean(self, n):\n    """Writes a Boolean to the stream."""\n    self.stream.write(n)\n'
+        code = (
+            'def writeBoolean(self, n):\n    """Writes a Boolean to the stream."""\n'
+            "    self.stream.write(n)\n"
+        )
         unit = split_code(code, "python", count_tokens=COUNT, max_tokens=200)[0]
         text = code_embed_text(unit)
         assert text.startswith("python function write Boolean\nWrites a Boolean to the stream.")
         assert "def write Boolean(self, n)" in text
         assert unit.text == code.strip()  # stored text stays raw
+
+
+class TestLanguageTable:
+    def test_a_node_type_has_one_role(self) -> None:
+        for spec in SPECS.values():
+            roles = [set(spec.containers), set(spec.functions), set(spec.definitions)]
+            assert not any(a & b for a, b in itertools.combinations(roles, 2)), spec.name
+
+    def test_aliases_name_known_languages(self) -> None:
+        assert set(ALIASES.values()) <= set(SPECS)
+
+    def test_kind_of_a_node_type(self) -> None:
+        go = SPECS["go"]
+        assert go.kind("method_declaration", "function") == "method"
+        assert go.kind("type_declaration", "definition") == "type"
+        assert go.kind("not_a_definition", "definition") == "definition"

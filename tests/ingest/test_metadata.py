@@ -16,7 +16,8 @@ class TestReferences:
         text = (
             'See [leases](concepts/leases.md "Leases") and <https://example.com/x>.\n'
             "[ref]: ../faq.md\n"
-            "RST: `the guide <https://docs.example.com/g>`_ and :doc:`configuration`, :func:`~ferry.task.dumps`.\n"
+            "RST: `the guide <https://docs.example.com/g>`_ and :doc:`configuration`, "
+            ":func:`~ferry.task.dumps`.\n"
             'HTML: <a href="workers.html">workers</a>. Bare https://pypi.org/project/ferry-queue/.\n'
             "Code: call `Worker.run()` or `ferry.Ferry`; not `pip install x` or `42`."
         )
@@ -62,7 +63,10 @@ class TestDependencies:
             assert expected in deps, expected
 
     def test_install_commands(self) -> None:
-        text = 'pip install -U "ferry-queue[redis]>=2.3" requests && echo ok\nnpm install --save left-pad\ncargo add serde'
+        text = (
+            'pip install -U "ferry-queue[redis]>=2.3" requests && echo ok\n'
+            "npm install --save left-pad\ncargo add serde"
+        )
         deps = extract_dependencies(text)
         assert {"ferry-queue", "requests", "left-pad", "serde"} <= set(deps)
         assert "echo" not in deps
@@ -106,7 +110,8 @@ class TestErrors:
 class TestKeywords:
     def test_repeated_multiword_phrases_rank_first(self) -> None:
         text = (
-            "The dead-letter queue holds tasks that used all attempts. Requeue tasks from the dead-letter "
+            "The dead-letter queue holds tasks that used all attempts. "
+            "Requeue tasks from the dead-letter "
             "queue after fixing the bug. The retry policy decides attempts."
         )
         keywords = extract_keywords(text, top_k=4)

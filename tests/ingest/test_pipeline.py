@@ -65,6 +65,17 @@ def _writer(settings: Settings, collection: str) -> DocumentWriter:
     return DocumentWriter.open(settings, collection=collection, shared=True)
 
 
+def _stored(settings: Settings, collection: str) -> tuple[set[str], int]:
+    """The source of every stored point, and how many Document nodes the graph holds."""
+    writer = _writer(settings, collection)
+    try:
+        sources = {str(p.payload["source"]) for p in writer.vectors.scroll(limit=10_000)[0]}
+        assert writer.graph is not None
+        return sources, writer.graph.counts().nodes["Document"]
+    finally:
+        writer.close()
+
+
 class TestLayout:
     def test_auto_layout_fuses_unless_gpus_are_asked_for(self) -> None:
         assert resolve_layout(Settings()) == "fused"
@@ -218,14 +229,9 @@ class TestIngest:
         run_ingest(ray_stack, [corpus], collection=collection)
         target = corpus / "docs/troubleshooting.md"
         assert delete_documents(ray_stack, [str(target)], collection=collection) == 1
-        writer = _writer(ray_stack, collection)
-        try:
-            sources = {p.payload["source"] for p in writer.vectors.scroll(limit=10_000)[0]}
-            assert not any(s.endswith("troubleshooting.md") for s in sources)
-            assert writer.graph is not None
-            assert writer.graph.counts().nodes["Document"] == 2
-        finally:
-            writer.close()
+        sources, documents = _stored(ray_stack, collection)
+        assert not any(s.endswith("troubleshooting.md") for s in sources)
+        assert documents == 2
 
     def test_delete_of_a_folder_gone_from_disk_removes_what_was_stored_from_it(
         self, ray_stack: Settings, graph_connection: object, tmp_path: Path
@@ -237,14 +243,9 @@ class TestIngest:
         run_ingest(ray_stack, [corpus], collection=collection)
         shutil.rmtree(corpus / "docs")
         assert delete_documents(ray_stack, [str(corpus / "docs")], collection=collection) == 2
-        writer = _writer(ray_stack, collection)
-        try:
-            sources = {Path(p.payload["source"]) for p in writer.vectors.scroll(limit=10_000)[0]}
-            assert {s.name for s in sources} == {"retry.py", "notes.md"}
-            assert writer.graph is not None
-            assert writer.graph.counts().nodes["Document"] == 2
-        finally:
-            writer.close()
+        sources, documents = _stored(ray_stack, collection)
+        assert {Path(s).name for s in sources} == {"retry.py", "notes.md"}
+        assert documents == 2
 
     def test_bad_files_are_reported_and_the_rest_lands(
         self, ray_stack: Settings, graph_connection: object, tmp_path: Path

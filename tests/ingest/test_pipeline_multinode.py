@@ -128,7 +128,7 @@ def test_a_node_killed_mid_ingest_leaves_what_a_clean_run_stores(
     def ingest() -> None:
         try:
             outcome["summary"] = run_ingest(settings, [SAMPLE], collection=collection)
-        except Exception as exc:  # the run may give up; the test then re-runs once
+        except Exception as exc:  # noqa: BLE001 - the run may give up; the test re-runs once
             outcome["error"] = exc
 
     runner = threading.Thread(target=ingest)

@@ -302,7 +302,7 @@ def _read_as_nobody(
                 "errors": [(e.path, e.reason) for e in result.errors],
             }
             os.write(write_fd, json.dumps(payload).encode())
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - the forked child reports any crash
             os.write(write_fd, json.dumps({"crash": repr(exc)}).encode())
             code = 1
         finally:

@@ -12,11 +12,11 @@ from rayweave.cluster.types import ContentType, Document
 from rayweave.ingest.chunking import ChunkedDocument, chunk_documents
 from rayweave.ingest.readers import read_documents
 from rayweave.ingest.samples import sample_corpus
-from rayweave.ingest.tokens import TokenizerCounter
+from rayweave.models.tokens import TokenizerCounter
 
 from .invariants import check_invariants
 
-QUERIES = Path(__file__).with_name("sample_queries.json")
+QUERIES = Path(__file__).parents[2] / "bench" / "sample_queries.json"
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,10 @@ class TestSplitSentences:
         ]
 
     def test_abbreviations_initials_decimals(self) -> None:
-        t = "Use a queue, e.g. Redis. Dr. Smith wrote v1.2 of J. R. R. Tolkien's tool. It costs 3.50 dollars."
+        t = (
+            "Use a queue, e.g. Redis. Dr. Smith wrote v1.2 of J. R. R. Tolkien's tool. "
+            "It costs 3.50 dollars."
+        )
         assert texts(t) == [
             "Use a queue, e.g. Redis.",
             "Dr. Smith wrote v1.2 of J. R. R. Tolkien's tool.",
@@ -31,7 +34,10 @@ class TestSplitSentences:
         ]
 
     def test_code_spans_urls_and_paths_do_not_split(self) -> None:
-        t = "Call `os.path.join(a. B)` first. See https://example.com/a.b. Then edit config.yaml. Done."
+        t = (
+            "Call `os.path.join(a. B)` first. See https://example.com/a.b. "
+            "Then edit config.yaml. Done."
+        )
         assert texts(t) == [
             "Call `os.path.join(a. B)` first.",
             "See https://example.com/a.b.",

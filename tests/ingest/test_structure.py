@@ -20,7 +20,8 @@ def kinds(st) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
 class TestMarkdown:
     def test_blocks_front_matter_and_thematic_breaks(self) -> None:
         st = parse_markdown(
-            "---\ntitle: T\n---\n# Head\n\nPara one\ncontinued.\n\n---\n\n```py\nx = 1\n```\n\n| a |\n|---|\n| 1 |\n"
+            "---\ntitle: T\n---\n# Head\n\nPara one\ncontinued.\n\n---\n\n"
+            "```py\nx = 1\n```\n\n| a |\n|---|\n| 1 |\n"
         )
         assert st.metadata["front_matter"] == "title: T\n"
         assert kinds(st) == [
@@ -67,9 +68,12 @@ class TestHtml:
     def test_rendering(self) -> None:
         md = html_to_markdown(
             "<html><head><title>x</title><script>bad()</script></head><body><nav>menu</nav>"
-            "<h2>Sub <code>t</code></h2><p>Text with <a href='u.html'>link</a> and <img src='i.png' alt='pic'>.</p>"
-            "<pre class='highlight-python'>a = 1\n```\nb = 2</pre><ol><li>first</li><li>second</li></ol>"
-            "<table><tr><th>k</th><th>v</th></tr><tr><td>a|b</td><td>2</td></tr></table><footer>f</footer></body></html>"
+            "<h2>Sub <code>t</code></h2><p>Text with <a href='u.html'>link</a> and "
+            "<img src='i.png' alt='pic'>.</p>"
+            "<pre class='highlight-python'>a = 1\n```\nb = 2</pre>"
+            "<ol><li>first</li><li>second</li></ol>"
+            "<table><tr><th>k</th><th>v</th></tr><tr><td>a|b</td><td>2</td></tr></table>"
+            "<footer>f</footer></body></html>"
         )
         assert "bad()" not in md
         assert "menu" not in md

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rayweave.cluster.errors import ModelError
-from rayweave.ingest.tokens import TokenizerCounter, WordPieceEstimate, model_folder
+from rayweave.models.tokens import TokenizerCounter, WordPieceEstimate
 
 from .conftest import beir_folder
 
@@ -48,7 +48,7 @@ class TestTokenizerCounter:
         with pytest.raises(ModelError, match=r"no tokenizer\.json"):
             TokenizerCounter.from_model(tmp_path)
         with pytest.raises(ModelError, match="not installed"):
-            model_folder("package:surely_not_installed_pkg/model")
+            TokenizerCounter.from_model("package:surely_not_installed_pkg/model")
 
 
 def test_estimate_is_additive_over_whitespace() -> None:

@@ -1,7 +1,7 @@
 """Fixtures for the Kubernetes manifests: the k8s/ helper modules, the KubeRay CRDs, renders.
 
-k8s/ is not a package; its modules are loaded by path under their own names (manifests.py
-imports crd_schema by name).
+k8s/ is not a package; its modules are loaded by path under their own names, each after the
+ones it imports by name (manifests.py imports the others and re-exports what the tests use).
 """
 
 from __future__ import annotations
@@ -33,6 +33,15 @@ def _load(name: str) -> ModuleType:
 
 
 crd_schema = _load("crd_schema")
+for _module in (
+    "kustomize_render",
+    "serve_config_copies",
+    "kuberay_admission",
+    "pod_templates",
+    "consistency_checks",
+    "monitoring_checks",
+):
+    _load(_module)
 manifests = _load("manifests")
 sizing = _load("sizing")
 

@@ -89,7 +89,8 @@ class TestRender:
     def test_ingest_targets_add_only_the_job(
         self, rendered: dict[str, list[dict[str, Any]]]
     ) -> None:
-        """Applying an ingest target re-applies its overlay unchanged, plus the job and its settings."""
+        """Applying an ingest target re-applies its overlay unchanged, plus the job and its
+        settings."""
         for env in ("cpu-dev", "gpu-prod"):
             stack = {(o["kind"], o["metadata"]["name"]): o for o in rendered[f"overlays/{env}"]}
             with_job = {(o["kind"], o["metadata"]["name"]): o for o in rendered[f"ingest/{env}"]}

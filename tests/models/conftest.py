@@ -82,15 +82,21 @@ def xlmr_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+# Every tiny test model: two layers, two heads, width 32.
+_TINY: dict[str, int] = {
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+}
+
+
 def _xlmr_config(vocab_size: int) -> object:
     from transformers import XLMRobertaConfig
 
     return XLMRobertaConfig(
         vocab_size=vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
+        **_TINY,
         max_position_embeddings=130,
         type_vocab_size=1,
         pad_token_id=1,
@@ -126,14 +132,7 @@ def bert_mlm_dir(tmp_path_factory: pytest.TempPathFactory, bert_tokenizer_dir: P
 
     tokenizer = AutoTokenizer.from_pretrained(bert_tokenizer_dir)
     torch.manual_seed(5)
-    config = BertConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-    )
+    config = BertConfig(vocab_size=len(tokenizer), **_TINY, max_position_embeddings=128)
     out = tmp_path_factory.mktemp("bert-mlm-tiny")
     BertForMaskedLM(config).save_pretrained(out)
     tokenizer.save_pretrained(out)
@@ -181,10 +180,7 @@ def tiny_causal_lm_dir(tmp_path_factory: pytest.TempPathFactory, bert_tokenizer_
     torch.manual_seed(3)
     config = LlamaConfig(
         vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
+        **_TINY,
         num_key_value_heads=1,
         max_position_embeddings=256,
         pad_token_id=tokenizer.pad_token_id,

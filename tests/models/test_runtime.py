@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from rayweave.cluster.errors import ModelError
-from rayweave.models.engine import TextEngine, example_features
+from rayweave.models.engine import TextEngine
+from rayweave.models.features import example_features
 from rayweave.models.postprocess import l2_normalize, row_to_sparse, token_weights_to_sparse
 from rayweave.models.precision import RunOptions, plan_execution
 from rayweave.models.runtime import (
@@ -198,7 +199,8 @@ def test_unwritable_cache_falls_back_to_torch(tmp_path: Path) -> None:
 # tests fail with the plan below instead of letting `build_runner` fall back quietly (export
 # failure -> torch dynamic int8) or fail at model load (torch.ao gone).
 MIGRATION_PLAN = """
-The deprecated int8 path of rayweave broke with torch {version}. Migration plan (README, Benchmarks):
+The deprecated int8 path of rayweave broke with torch {version}. \
+Migration plan (README, Benchmarks):
 1. ONNX export: replace `torch.onnx.export(..., dynamo=False)` in models/runtime.py with the
    torch.export-based exporter (`dynamo=True`, `dynamic_shapes` instead of `dynamic_axes`); add
    `onnxscript` to the dependencies; check that ONNX Runtime's BERT optimizer still fuses

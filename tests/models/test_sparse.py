@@ -35,7 +35,8 @@ def dot(a: SparseVector, b: SparseVector) -> float:
 
 
 def naive_splade(folder: Path, texts: list[str]) -> np.ndarray:
-    """The textbook formula over every position of a padded batch: log1p(relu(logits)) * mask, max."""
+    """The textbook formula over every position of a padded batch: log1p(relu(logits)) * mask,
+    max."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(folder)

@@ -29,7 +29,8 @@ GOOD_FACTS = {
     "good-vesper.txt": ("vesper lantern", "The vesper lantern burns blue oil in the west tower.\n"),
     "good-code.py": (
         "frobnicate the widgets",
-        'def frobnicate(widgets):\n    """Frobnicate the widgets in reverse order."""\n    return widgets[::-1]\n',
+        'def frobnicate(widgets):\n    """Frobnicate the widgets in reverse order."""\n'
+        "    return widgets[::-1]\n",
     ),
 }
 

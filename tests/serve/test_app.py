@@ -16,7 +16,7 @@ from rayweave.cluster.settings import Settings
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-QUERIES = json.loads((REPO / "tests" / "ingest" / "sample_queries.json").read_text())["queries"]
+QUERIES = json.loads((REPO / "bench" / "sample_queries.json").read_text())["queries"]
 
 
 def search(url: str, **body: object) -> httpx.Response:

@@ -226,9 +226,7 @@ def test_collapse_duplicates_keeps_repeats_within_one_document_unlisted() -> Non
     assert [x.id for x in collapse_duplicates(textless)] == ["img1", "img2"]
 
 
-def test_collapse_duplicates_folds_a_passage_into_an_earlier_hit_of_its_document_that_holds_it() -> (
-    None
-):
+def test_collapse_duplicates_folds_a_passage_into_an_earlier_hit_of_its_document() -> None:
     # The quickstart's own query: a class section holding `should_retry` and `delay` ranked 3rd,
     # `should_retry` alone as its proposition 5th; both showed the same first 300 characters.
     method = "def should_retry(self, error, attempt):\n    return attempt < self.max_attempts"

@@ -52,14 +52,14 @@ class ListedHits:
 def run_pipeline(stored: list[Hit], top_k: int) -> tuple[list[Hit], list[list[str]]]:
     from rayweave.serve.classifier import RuleClassifier
     from rayweave.serve.fusion import FusionRanker
-    from rayweave.serve.planning import Planner
+    from rayweave.serve.planning import planner
     from rayweave.serve.schemas import Profile
 
     settings = Settings().serve.retrieval
     listed = ListedHits(stored)
     pipeline = SearchPipeline(
         classifier=RuleClassifier(),
-        planner=Planner(settings),
+        planner=planner(settings),
         vector=listed,
         hydrator=listed,
         fuser=FusionRanker(settings),

@@ -1,0 +1,26 @@
+"""Open the `VectorStore` adapter the settings name, in this process.
+
+Kept apart from `vector_store` (the interface the adapters implement) so that the adapters
+never import the module that imports them; each SDK is imported only when chosen.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rayweave.cluster.settings import QdrantSettings
+from rayweave.cluster.vector_store import VectorStore
+
+
+def open_vector_store(
+    settings: QdrantSettings, *, path: Path, collection: str | None = None
+) -> VectorStore:
+    """Open the configured adapter for `collection` (default: settings.collection)."""
+    name = collection or settings.collection
+    if settings.backend == "edge":
+        from rayweave.cluster.qdrant_edge_store import QdrantEdgeStore
+
+        return QdrantEdgeStore(settings, path=path, collection=name)
+    from rayweave.cluster.qdrant_client_store import QdrantClientStore
+
+    return QdrantClientStore(settings, path=path, collection=name)

@@ -1,0 +1,231 @@
+"""Edges from co-occurrence: entities that keep appearing together are RELATED_TO, and chunk
+keywords that keep appearing together form topics that documents BELONG_TO.
+
+Co-occurrence is counted per unit (a section with its propositions, or a lone chunk) and scored
+by normalised pointwise mutual information, so a pair is related when it co-occurs more often
+than the two names' frequencies predict, not merely often.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+
+from rayweave.cluster.settings import GraphSettings
+from rayweave.cluster.types import Chunk, Level, stable_id
+from rayweave.graph.edges import chunk_ref, entity_ref
+from rayweave.graph.names import is_informative, normalize_name
+from rayweave.graph.schema import EdgeRow, EdgeSource, NodeLabel, NodeRef, RelType, TopicRow
+
+_MAX_UNIT_ENTITIES = 64
+
+
+def npmi(joint: int, a: int, b: int, total: int) -> float:
+    """Normalised pointwise mutual information in [-1, 1] from co-occurrence counts."""
+    if joint <= 0 or total <= 0:
+        return -1.0
+    p_ab = joint / total
+    if p_ab >= 1.0:
+        return 1.0
+    pmi = math.log(p_ab / ((a / total) * (b / total)))
+    return max(-1.0, min(1.0, pmi / -math.log(p_ab)))
+
+
+def chunk_units(chunks: Sequence[Chunk]) -> dict[NodeRef, NodeRef]:
+    """Map each chunk to its co-occurrence unit: its section (propositions roll up to their parent
+    section), else itself; document summaries form no unit (they repeat their sections)."""
+    by_id = {c.id: c for c in chunks}
+    has_sections = any(c.level is Level.SECTION for c in chunks)
+    out: dict[NodeRef, NodeRef] = {}
+    for c in chunks:
+        if c.level is Level.DOCUMENT:
+            if not has_sections and not any(
+                x.doc_id == c.doc_id and x.level is not Level.DOCUMENT for x in chunks
+            ):
+                out[chunk_ref(c)] = chunk_ref(c)
+            continue
+        if (
+            c.level is Level.PROPOSITION
+            and c.parent_id in by_id
+            and by_id[c.parent_id].level is Level.SECTION
+        ):
+            out[chunk_ref(c)] = chunk_ref(by_id[c.parent_id])
+        else:
+            out[chunk_ref(c)] = chunk_ref(c)
+    return out
+
+
+def unit_entities(edges: Iterable[EdgeRow], units: Mapping[NodeRef, NodeRef]) -> list[set[str]]:
+    per_unit: dict[NodeRef, Counter[str]] = defaultdict(Counter)
+    for e in edges:
+        unit = units.get(e.src)
+        if unit is None and e.src.label is NodeLabel.DOCUMENT:
+            unit = e.src
+        if unit is None:
+            continue
+        per_unit[unit][e.dst.id] += max(1, e.count)
+    out = []
+    for counts in per_unit.values():
+        out.append({eid for eid, _ in counts.most_common(_MAX_UNIT_ENTITIES)})
+    return out
+
+
+def related_edges(units: Sequence[set[str]], settings: GraphSettings) -> list[EdgeRow]:
+    """RELATED_TO between entities that co-occur in at least `related_min_support` units with a
+    normalised PMI of at least `related_min_npmi`; the strongest `related_max_per_entity` per
+    entity.
+
+    Weight and confidence are the NPMI damped by support (count / (count + 1)). Each edge is
+    stored once, from the smaller id to the larger; traversals follow it both ways.
+    """
+    total = len(units)
+    if total == 0:
+        return []
+    df: Counter[str] = Counter()
+    joint: Counter[tuple[str, str]] = Counter()
+    for ents in units:
+        ordered = sorted(ents)
+        df.update(ordered)
+        for i, a in enumerate(ordered):
+            for b in ordered[i + 1 :]:
+                joint[(a, b)] += 1
+    scored: list[tuple[float, str, str, int, float]] = []
+    for (a, b), n in joint.items():
+        if n < settings.related_min_support:
+            continue
+        score = npmi(n, df[a], df[b], total)
+        if score < settings.related_min_npmi:
+            continue
+        strength = max(0.0, score) * (n / (n + 1.0))
+        scored.append((strength, a, b, n, score))
+    scored.sort(key=lambda s: (-s[0], s[1], s[2]))
+    kept: Counter[str] = Counter()
+    out = []
+    for strength, a, b, n, score in scored:
+        if kept[a] >= settings.related_max_per_entity or kept[b] >= settings.related_max_per_entity:
+            continue
+        kept[a] += 1
+        kept[b] += 1
+        out.append(
+            EdgeRow(
+                rel=RelType.RELATED_TO,
+                src=entity_ref(a),
+                dst=entity_ref(b),
+                weight=round(strength, 6),
+                confidence=round(min(1.0, strength), 6),
+                source=EdgeSource.COOCCURRENCE,
+                count=n,
+                props={"npmi": round(score, 6)},
+            )
+        )
+    return out
+
+
+def topic_rows(
+    chunks: Sequence[Chunk], settings: GraphSettings
+) -> tuple[list[TopicRow], list[EdgeRow]]:
+    """Topics as clusters of chunk keywords, and Document -BELONGS_TO-> Topic edges.
+
+    Keywords seen in at least `topic_min_support` documents link to their strongest partner by
+    NPMI over documents (when at least `topic_min_npmi`); the connected groups of those links are
+    the topics. A document belongs to a topic with the share of the topic's keywords it has.
+    """
+    doc_keywords, surface = _document_keywords(chunks)
+    df: Counter[str] = Counter()
+    for kws in doc_keywords.values():
+        df.update(kws)
+    best = _keyword_partners(doc_keywords, df, settings)
+    topics: list[TopicRow] = []
+    edges: list[EdgeRow] = []
+    for members in _connected_groups(best):
+        if len(members) < 2:
+            continue
+        ranked = sorted(members, key=lambda k: (-df[k], k))
+        tid = stable_id("topic", *sorted(members))
+        names = [surface[k].most_common(1)[0][0] for k in ranked[:3]]
+        topics.append(TopicRow(id=tid, name=", ".join(names), keywords=tuple(ranked)))
+        edges.extend(_belongs_edges(tid, members, doc_keywords))
+    topics.sort(key=lambda t: t.id)
+    return topics, edges
+
+
+def _document_keywords(
+    chunks: Sequence[Chunk],
+) -> tuple[dict[str, set[str]], dict[str, Counter[str]]]:
+    """Each document's normalised keywords, and each keyword's surface forms with counts."""
+    doc_keywords: dict[str, set[str]] = defaultdict(set)
+    surface: dict[str, Counter[str]] = defaultdict(Counter)
+    for c in chunks:
+        for kw in c.keywords:
+            norm = normalize_name(kw)
+            if is_informative(norm):
+                doc_keywords[c.doc_id].add(norm)
+                surface[norm][kw.strip()] += 1
+    return doc_keywords, surface
+
+
+def _keyword_partners(
+    doc_keywords: Mapping[str, set[str]], df: Mapping[str, int], settings: GraphSettings
+) -> dict[str, tuple[float, str]]:
+    """keyword -> (NPMI, partner) for each frequent keyword's strongest frequent partner."""
+    total = len(doc_keywords)
+    frequent = {k for k, n in df.items() if n >= settings.topic_min_support}
+    joint: Counter[tuple[str, str]] = Counter()
+    for kws in doc_keywords.values():
+        ordered = sorted(kws & frequent)
+        for i, a in enumerate(ordered):
+            for b in ordered[i + 1 :]:
+                joint[(a, b)] += 1
+    best: dict[str, tuple[float, str]] = {}
+    for (a, b), n in joint.items():
+        if n < settings.topic_min_support:
+            continue
+        score = npmi(n, df[a], df[b], total)
+        if score < settings.topic_min_npmi:
+            continue
+        for x, y in ((a, b), (b, a)):
+            if x not in best or (score, y) > best[x]:
+                best[x] = (score, y)
+    return best
+
+
+def _connected_groups(best: Mapping[str, tuple[float, str]]) -> list[set[str]]:
+    """The connected groups of the keyword -> partner links (union-find, smallest key as root)."""
+    parent = {k: k for k in best}
+
+    def find(k: str) -> str:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for a, (_, b) in best.items():
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    clusters: dict[str, set[str]] = defaultdict(set)
+    for k in best:
+        clusters[find(k)].add(k)
+    return list(clusters.values())
+
+
+def _belongs_edges(
+    tid: str, members: set[str], doc_keywords: Mapping[str, set[str]]
+) -> list[EdgeRow]:
+    edges: list[EdgeRow] = []
+    for doc_id, kws in sorted(doc_keywords.items()):
+        share = len(kws & members) / len(members)
+        if share > 0:
+            edges.append(
+                EdgeRow(
+                    rel=RelType.BELONGS_TO,
+                    src=NodeRef(NodeLabel.DOCUMENT, doc_id),
+                    dst=NodeRef(NodeLabel.TOPIC, tid),
+                    weight=round(share, 6),
+                    confidence=round(share, 6),
+                    source=EdgeSource.KEYWORDS,
+                    count=len(kws & members),
+                )
+            )
+    return edges

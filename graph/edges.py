@@ -1,0 +1,267 @@
+"""Edges the rules make between chunks and entities, and the accumulator that merges them.
+
+Every inferred edge carries a confidence in [0, 1] and the rule (`EdgeSource`) that made it: a
+title, heading or definition EXPLAINS its entity; code DEFINES and USES symbols and REFERENCES
+other chunks; a chunk that explains a fix SOLVES the error it names; the LLM hook's statements
+relate their subject and object.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rayweave.cluster.types import Chunk, ContentType, Document, Level
+from rayweave.graph.entities import CollectedNames, EntityResolver, error_names
+from rayweave.graph.extraction import Extraction
+from rayweave.graph.names import is_code_name, normalize_name
+from rayweave.graph.schema import EdgeRow, EdgeSource, NodeLabel, NodeRef, RelType
+
+CONF_TITLE = 0.95
+CONF_HEADING = 0.8
+CONF_DEFINITION_FIRST = 0.75
+CONF_DEFINITION = 0.6
+CONF_DEFINES = 0.95
+CONF_USES_DEPENDENCY = 0.9
+CONF_USES_REFERENCE = 0.7
+CONF_REFERENCE_LINK = 0.9
+CONF_SOLVES = 0.8
+CONF_ERROR_MENTION = 0.7
+
+_FIX_CUES = re.compile(
+    r"\b(?:fix(?:e[sd])?|solution|solve[sd]?|resolve[sd]?|workaround|to avoid|make sure|ensure|"
+    r"instead|upgrade|downgrade|try|reinstall|set\s+\S+\s+to)\b",
+    re.IGNORECASE,
+)
+
+
+def chunk_ref(chunk: Chunk) -> NodeRef:
+    """The node a chunk is stored as (a `Level.DOCUMENT` chunk lives on its Document node)."""
+    if chunk.level is Level.DOCUMENT:
+        return NodeRef(NodeLabel.DOCUMENT, chunk.doc_id)
+    label = NodeLabel.SECTION if chunk.level is Level.SECTION else NodeLabel.PROPOSITION
+    return NodeRef(label, chunk.id)
+
+
+def entity_ref(eid: str) -> NodeRef:
+    return NodeRef(NodeLabel.ENTITY, eid)
+
+
+def explains_fix(text: str) -> bool:
+    return bool(_FIX_CUES.search(text))
+
+
+def stronger_source(
+    new: EdgeSource, new_conf: float, old: EdgeSource, old_conf: float
+) -> EdgeSource:
+    """The rule an edge is labelled with when two agree: the more confident one, except that a
+    gazetteer match never takes the label from a rule that introduces the entity, and always
+    yields it (orphan deletion keeps entities that something other than the gazetteer names)."""
+    if (new is EdgeSource.GAZETTEER) != (old is EdgeSource.GAZETTEER):
+        return old if new is EdgeSource.GAZETTEER else new
+    return new if new_conf > old_conf else old
+
+
+@dataclass(slots=True)
+class EdgeAccumulator:
+    """Merges candidate edges per (rel, src, dst): one rule repeated keeps its highest confidence,
+    different rules combine by noisy-OR; the edge is credited to its most confident rule (see
+    `stronger_source`) and keeps the largest count any rule saw."""
+
+    rows: dict[tuple[RelType, NodeRef, NodeRef], EdgeRow] = field(default_factory=dict)
+
+    def add(
+        self,
+        rel: RelType,
+        src: NodeRef,
+        dst: NodeRef,
+        *,
+        confidence: float,
+        source: EdgeSource,
+        weight: float | None = None,
+        count: int = 1,
+        props: Mapping[str, str | int | float | bool | None] | None = None,
+    ) -> None:
+        if src == dst:
+            return
+        key = (rel, src, dst)
+        old = self.rows.get(key)
+        count = max(count, old.count if old else 0)
+        if old is None or old.source is source:
+            conf = max(confidence, old.confidence if old else 0.0)
+        else:
+            # Two independent rules agreeing are stronger than either (noisy-OR).
+            conf = 1.0 - (1.0 - confidence) * (1.0 - old.confidence)
+        src_rule = (
+            stronger_source(source, confidence, old.source, old.confidence) if old else source
+        )
+        w = weight if weight is not None else conf
+        if old is not None:
+            w = max(w, old.weight)
+        self.rows[key] = EdgeRow(
+            rel=rel,
+            src=src,
+            dst=dst,
+            weight=round(min(1.0, w), 6),
+            confidence=round(min(1.0, conf), 6),
+            source=src_rule,
+            count=count,
+            props=dict(props or (old.props if old else {})),
+        )
+
+    def link(
+        self,
+        rel: RelType,
+        src: NodeRef,
+        eids: Iterable[str],
+        *,
+        confidence: float,
+        source: EdgeSource,
+    ) -> None:
+        """`src -rel-> entity` for each of `eids`, all made by one rule."""
+        for eid in eids:
+            self.add(rel, src, entity_ref(eid), confidence=confidence, source=source)
+
+
+def explains_edges(
+    acc: EdgeAccumulator,
+    resolver: EntityResolver,
+    chunks: Sequence[Chunk],
+    names: CollectedNames,
+) -> None:
+    """EXPLAINS from titles, headings and definitions."""
+    explained = [(chunk_ref(c), *rule) for c in chunks for rule in _explained_by(c, names)]
+    # Documents without a Level.DOCUMENT chunk still explain their title.
+    explained += [
+        (NodeRef(NodeLabel.DOCUMENT, doc_id), norm, CONF_TITLE, EdgeSource.TITLE)
+        for doc_id, norm in names.titles.items()
+    ]
+    for ref, norm, conf, source in explained:
+        acc.link(RelType.EXPLAINS, ref, resolver.resolve(norm), confidence=conf, source=source)
+
+
+def _explained_by(chunk: Chunk, names: CollectedNames) -> Iterator[tuple[str, float, EdgeSource]]:
+    """(name, confidence, rule) for each name `chunk` explains: its document's title (on the
+    document's own chunk), its heading, and its definitions."""
+    if chunk.level is Level.DOCUMENT and chunk.doc_id in names.titles:
+        yield names.titles[chunk.doc_id], CONF_TITLE, EdgeSource.TITLE
+    if chunk.id in names.headings:
+        yield names.headings[chunk.id], CONF_HEADING, EdgeSource.HEADING
+    for norm, first in names.definitions.get(chunk.id, ()):
+        yield norm, CONF_DEFINITION_FIRST if first else CONF_DEFINITION, EdgeSource.DEFINITION
+
+
+def code_edges(
+    acc: EdgeAccumulator,
+    resolver: EntityResolver,
+    chunks: Sequence[Chunk],
+    documents: Sequence[Document],
+    symbol_uses: Mapping[str, Iterable[str]],
+) -> None:
+    """DEFINES, USES and REFERENCES from code chunks' fields; `symbol_uses` maps a code chunk's
+    id to the symbol entities its text names (from the gazetteer pass)."""
+    refs = _reference_targets(chunks, documents)
+    for c in chunks:
+        ref = chunk_ref(c)
+        defined: set[str] = set()
+        for sym in c.defined_symbols:
+            eids = resolver.resolve(normalize_name(sym))
+            defined.update(eids)
+            acc.link(RelType.DEFINES, ref, eids, confidence=CONF_DEFINES, source=EdgeSource.CODE)
+        for dep in c.dependencies:
+            acc.link(
+                RelType.USES,
+                ref,
+                resolver.resolve(normalize_name(dep)),
+                confidence=CONF_USES_DEPENDENCY,
+                source=EdgeSource.CODE,
+            )
+        used: list[str] = []
+        for target in c.references:
+            hit = refs.get(target) or refs.get(target.rstrip("/").rsplit("/", 1)[-1])
+            if hit is not None and hit != ref:
+                acc.add(
+                    RelType.REFERENCES,
+                    ref,
+                    hit,
+                    confidence=CONF_REFERENCE_LINK,
+                    source=EdgeSource.LINK,
+                )
+            elif is_code_name(target):
+                used.extend(resolver.resolve(normalize_name(target)))
+        if c.content_type is ContentType.CODE:
+            used.extend(symbol_uses.get(c.id, ()))
+        acc.link(
+            RelType.USES,
+            ref,
+            (eid for eid in used if eid not in defined),
+            confidence=CONF_USES_REFERENCE,
+            source=EdgeSource.CODE,
+        )
+
+
+def error_edges(acc: EdgeAccumulator, resolver: EntityResolver, chunks: Sequence[Chunk]) -> None:
+    """SOLVES where the chunk explains a fix, else MENTIONS."""
+    for c in chunks:
+        names = error_names(c)
+        if not names:
+            continue
+        # Code that catches an error does not explain how to fix it; prose with fix cues does.
+        fix = c.content_type is not ContentType.CODE and explains_fix(c.text)
+        for err in names:
+            acc.link(
+                RelType.SOLVES if fix else RelType.MENTIONS,
+                chunk_ref(c),
+                resolver.resolve(normalize_name(err)),
+                confidence=CONF_SOLVES if fix else CONF_ERROR_MENTION,
+                source=EdgeSource.ERROR,
+            )
+
+
+def statement_edges(
+    acc: EdgeAccumulator,
+    resolver: EntityResolver,
+    chunks: Sequence[Chunk],
+    extractions: Mapping[str, Extraction],
+) -> None:
+    """The LLM hook's statements: RELATED_TO between subject and object."""
+    for c in chunks:
+        ext = extractions.get(c.id)
+        if ext is None:
+            continue
+        for st in ext.statements:
+            for s in resolver.resolve(normalize_name(st.subject)):
+                for o in resolver.resolve(normalize_name(st.object)):
+                    a, b = sorted((s, o))
+                    acc.add(
+                        RelType.RELATED_TO,
+                        entity_ref(a),
+                        entity_ref(b),
+                        confidence=max(0.0, min(1.0, st.confidence)),
+                        source=EdgeSource.LLM,
+                        props={"predicate": st.predicate},
+                    )
+
+
+def _reference_targets(
+    chunks: Sequence[Chunk], documents: Sequence[Document]
+) -> dict[str, NodeRef]:
+    """What a `Chunk.references` entry can point at: chunk ids, doc ids, sources and their file
+    names."""
+    out: dict[str, NodeRef] = {}
+    for d in documents:
+        ref = NodeRef(NodeLabel.DOCUMENT, d.id)
+        out.setdefault(d.id, ref)
+        if d.source:
+            out.setdefault(d.source, ref)
+            out.setdefault(d.source.rstrip("/").rsplit("/", 1)[-1], ref)
+    for c in chunks:
+        out[c.id] = chunk_ref(c)
+        out.setdefault(c.doc_id, NodeRef(NodeLabel.DOCUMENT, c.doc_id))
+        if c.source:
+            out.setdefault(c.source, NodeRef(NodeLabel.DOCUMENT, c.doc_id))
+            out.setdefault(
+                c.source.rstrip("/").rsplit("/", 1)[-1], NodeRef(NodeLabel.DOCUMENT, c.doc_id)
+            )
+    return out

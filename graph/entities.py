@@ -1,0 +1,350 @@
+"""Entity names from chunks: which surface forms are entities, and how variants merge into one.
+
+Names come from structure (titles, headings, definition sentences, code symbols, error codes)
+and, when available, from an NER extractor and the LLM hook. `EntityResolver` merges the case,
+punctuation, plural and `module.func` variants of a name into one entity with its aliases.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rayweave.cluster.types import Chunk, ContentType, Document, Entity, Level
+from rayweave.graph.extraction import Extraction
+from rayweave.graph.names import (
+    entity_id,
+    is_code_name,
+    is_informative,
+    normalize_name,
+    short_name,
+    singular,
+    tokens,
+)
+from rayweave.graph.schema import EntityRow
+from rayweave.models.stopwords import FUNCTION_WORDS
+
+GENERIC_HEADINGS: frozenset[str] = frozenset(
+    [
+        "overview",
+        "introduction",
+        "intro",
+        "summary",
+        "example",
+        "examples",
+        "usage",
+        "installation",
+        "install",
+        "notes",
+        "note",
+        "references",
+        "reference",
+        "see",
+        "also",
+        "conclusion",
+        "contents",
+        "table",
+        "of",
+        "contents",
+        "getting",
+        "started",
+        "background",
+        "prerequisites",
+        "requirements",
+        "description",
+        "details",
+        "faq",
+        "appendix",
+        "changelog",
+        "license",
+        "contributing",
+        "setup",
+        "quickstart",
+        "quick",
+        "start",
+        "next",
+        "steps",
+        "what",
+        "next",
+        "related",
+        "tip",
+        "tips",
+        "warning",
+        "caveats",
+    ]
+) | {"see also", "table of contents", "getting started", "quick start", "next steps"}
+
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'`(\[])")
+_DEFINITION_COPULA = re.compile(
+    r"^(?P<name>[^\n.;:!?]{1,80}?)\s*(?:\([^)]{0,120}\)\s*)?,?\s+"
+    r"(?:is|are|was|were)\s+(?:an?|the|one of the|one of)\s",
+)
+_DEFINITION_VERB = re.compile(
+    r"^(?P<name>[^\n.;:!?]{1,80}?)\s*(?:\([^)]{0,120}\)\s*)?,?\s+"
+    r"(?:refers to|means|denotes|stands for|is defined as|is used to|is used for)\s",
+)
+_ERROR_NAME = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception)\b")
+_ERROR_CODE = re.compile(r"\b(?:E|ERR|ERROR)[-_]?\d{2,5}\b")
+_PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
+_PRONOUN_STARTS = frozenset(
+    {"it", "this", "that", "these", "those", "there", "he", "she", "they", "we", "i", "you"}
+)
+_KIND_PRIORITY = {"symbol": 0, "module": 1, "error": 2}
+
+
+def definition_subjects(text: str, max_tokens: int = 6) -> list[tuple[str, bool]]:
+    """Names a definition sentence ("X is a ...", "X refers to ...") defines; the bool says
+    whether it is the first sentence."""
+    found: list[tuple[str, bool]] = []
+    for i, sentence in enumerate(_SENTENCE_SPLIT.split(text.strip())[:20]):
+        sentence = sentence.strip()
+        match = _DEFINITION_COPULA.match(sentence) or _DEFINITION_VERB.match(sentence)
+        if not match:
+            continue
+        # "Later, a handle refers to ...": the subject follows the last comma.
+        name = match.group("name").rsplit(",", 1)[-1].strip(" \"'`*_")
+        words = tokens(name)
+        if not words or len(words) > max_tokens or words[0].lower() in _PRONOUN_STARTS:
+            continue
+        if words[0].lower() in FUNCTION_WORDS and words[0].lower() not in ("the", "a", "an"):
+            continue
+        found.append((name, i == 0))
+    return found
+
+
+def error_names(chunk: Chunk) -> list[str]:
+    """Error codes and exception names of a chunk: its metadata plus what its text shows."""
+    return list(
+        dict.fromkeys(
+            [*chunk.error_codes, *_ERROR_NAME.findall(chunk.text), *_ERROR_CODE.findall(chunk.text)]
+        )
+    )
+
+
+@dataclass(slots=True)
+class _Candidate:
+    surfaces: Counter[str] = field(default_factory=Counter)
+    kinds: Counter[str] = field(default_factory=Counter)
+    aliases: set[str] = field(default_factory=set)
+    is_title: bool = False
+    title_surface: str = ""
+    description: str = ""
+
+
+class EntityResolver:
+    """Collects surface forms, then merges case/punctuation/plural/`module.func` variants.
+
+    `known` maps normalised aliases already in the store to their entity ids, so an incremental
+    build links to existing entities instead of minting look-alikes.
+    """
+
+    def __init__(self, known: Mapping[str, Sequence[str]] | None = None) -> None:
+        self._cands: dict[str, _Candidate] = defaultdict(_Candidate)
+        self._known = {k: tuple(v) for k, v in (known or {}).items() if v}
+        self._canon: dict[str, str] | None = None
+
+    def add(
+        self,
+        surface: str,
+        kind: str = "concept",
+        *,
+        aliases: Iterable[str] = (),
+        title: bool = False,
+    ) -> str:
+        """Register a surface form; returns its normalised name ('' if it cannot be an entity)."""
+        norm: str = normalize_name(surface)
+        if not is_informative(norm):
+            return ""
+        cand = self._cands[norm]
+        cand.surfaces[surface.strip()] += 1
+        cand.kinds[kind] += 1
+        if title:
+            cand.is_title = True
+            cand.title_surface = surface.strip()
+            bare = normalize_name(_PARENTHETICAL.sub("", surface))
+            if bare and bare != norm and is_informative(bare):
+                cand.aliases.add(bare)
+        for alias in aliases:
+            a = normalize_name(alias)
+            if a and a != norm and is_informative(a):
+                cand.aliases.add(a)
+        self._canon = None
+        return norm
+
+    def _canonical_map(self) -> dict[str, str]:
+        """norm -> canonical norm after merging plurals into singulars and short code names into
+        their unique qualified name."""
+        if self._canon is not None:
+            return self._canon
+        norms = set(self._cands)
+        canon = {n: n for n in norms}
+        for n in norms:
+            one = singular(n)
+            if one != n and one in norms:
+                canon[n] = one
+        tails: dict[str, list[str]] = defaultdict(list)
+        for n in norms:
+            tail = short_name(n)
+            if tail:
+                tails[tail].append(n)
+        for tail, qualified in tails.items():
+            if tail in norms and len(qualified) == 1:
+                canon[tail] = canon[qualified[0]]
+        # Follow chains (plural tail -> tail -> qualified).
+        for n in norms:
+            seen = {n}
+            while canon[n] != n and canon[canon[n]] != canon[n] and canon[n] not in seen:
+                seen.add(canon[n])
+                canon[n] = canon[canon[n]]
+        self._canon = canon
+        return canon
+
+    def resolve(self, norm: str) -> list[str]:
+        """Entity ids a normalised name denotes (one, or several when an alias is ambiguous)."""
+        if not norm:
+            return []
+        canon = self._canonical_map().get(norm)
+        if canon is not None:
+            known = self._known.get(canon)
+            return [known[0]] if known else [entity_id(canon)]
+        if norm in self._known:
+            return list(self._known[norm])
+        return []
+
+    def gazetteer(self) -> dict[str, list[str]]:
+        """Every matchable normalised form -> entity ids (aliases and singulars included)."""
+        out: dict[str, list[str]] = {k: list(v) for k, v in self._known.items()}
+        for norm, cand in self._cands.items():
+            ids = self.resolve(norm)
+            for form in {norm, singular(norm), *cand.aliases}:
+                bucket = out.setdefault(form, [])
+                bucket.extend(i for i in ids if i not in bucket)
+        return out
+
+    def rows(self) -> list[EntityRow]:
+        grouped: dict[str, list[str]] = defaultdict(list)
+        for norm in self._cands:
+            grouped[self._canonical_map()[norm]].append(norm)
+        rows = []
+        for canon, members in sorted(grouped.items()):
+            known = self._known.get(canon)
+            eid = known[0] if known else entity_id(canon)
+            cands = [self._cands[m] for m in members]
+            surfaces: Counter[str] = Counter()
+            kinds: Counter[str] = Counter()
+            aliases: set[str] = set(members)
+            title_surface = ""
+            for c in cands:
+                surfaces.update(c.surfaces)
+                kinds.update(c.kinds)
+                aliases |= c.aliases
+                title_surface = title_surface or c.title_surface
+            for m in members:
+                tail = short_name(m)
+                if tail and is_informative(tail):
+                    aliases.add(tail)
+            name = (
+                title_surface
+                or max(surfaces.items(), key=lambda kv: (kv[1], kv[0] == canon, kv[0]))[0]
+            )
+            rows.append(
+                EntityRow(
+                    id=eid,
+                    name=name,
+                    kind=_pick_kind(kinds),
+                    aliases=tuple(sorted(aliases | {canon})),
+                )
+            )
+        return rows
+
+
+def _pick_kind(kinds: Counter[str]) -> str:
+    specific = [k for k in kinds if k not in ("concept", "title")]
+    if specific:
+        return min(specific, key=lambda k: (_KIND_PRIORITY.get(k, 10), -kinds[k], k))
+    return "title" if "title" in kinds else "concept"
+
+
+@dataclass(frozen=True, slots=True)
+class CollectedNames:
+    """The normalised names the structure rules found, for the EXPLAINS edges they imply."""
+
+    titles: dict[str, str]  # document id -> its title's name
+    headings: dict[str, str]  # section chunk id -> its heading's name
+    definitions: dict[str, list[tuple[str, bool]]]  # chunk id -> (defined name, first sentence)
+
+
+def document_titles(chunks: Sequence[Chunk], documents: Sequence[Document]) -> dict[str, str]:
+    titles = {d.id: d.title.strip() for d in documents if d.title and d.title.strip()}
+    for c in chunks:
+        if c.doc_id not in titles and c.title.strip():
+            titles[c.doc_id] = c.title.strip()
+    return titles
+
+
+def collect_names(
+    resolver: EntityResolver,
+    chunks: Sequence[Chunk],
+    titles: Mapping[str, str],
+    mentions: Mapping[str, Sequence[Entity]],
+    extractions: Mapping[str, Extraction],
+) -> CollectedNames:
+    """Register every name the chunks give (titles, headings, definitions, code, errors, an
+    extractor's entities and statements) with `resolver`."""
+    title_norm: dict[str, str] = {}
+    for doc_id, title in titles.items():
+        norm = resolver.add(title, "title", title=True)
+        if norm:
+            title_norm[doc_id] = norm
+    heading_norm: dict[str, str] = {}
+    definitions: dict[str, list[tuple[str, bool]]] = {}
+    for c in chunks:
+        heading = _add_heading(resolver, c, titles.get(c.doc_id, ""))
+        if heading:
+            heading_norm[c.id] = heading
+        if c.content_type is not ContentType.CODE:
+            defs = [
+                (resolver.add(name, "concept"), first)
+                for name, first in definition_subjects(c.text)
+            ]
+            definitions[c.id] = [(n, first) for n, first in defs if n]
+        _add_code_names(resolver, c)
+        _add_extracted_names(resolver, mentions.get(c.id, ()), extractions.get(c.id))
+    return CollectedNames(titles=title_norm, headings=heading_norm, definitions=definitions)
+
+
+def _add_heading(resolver: EntityResolver, chunk: Chunk, title: str) -> str:
+    """A section's own heading names a concept unless it is generic or repeats the title."""
+    if chunk.level is not Level.SECTION or not chunk.section_path:
+        return ""
+    heading = chunk.section_path[-1]
+    if normalize_name(heading) in GENERIC_HEADINGS or heading.strip() == title:
+        return ""
+    return resolver.add(heading, "concept")
+
+
+def _add_code_names(resolver: EntityResolver, chunk: Chunk) -> None:
+    for sym in chunk.defined_symbols:
+        resolver.add(sym, "symbol")
+    for dep in chunk.dependencies:
+        resolver.add(
+            dep, "module" if not is_code_name(dep) or "." in dep or "::" in dep else "symbol"
+        )
+    for err in error_names(chunk):
+        resolver.add(err, "error")
+
+
+def _add_extracted_names(
+    resolver: EntityResolver, mentions: Iterable[Entity], extraction: Extraction | None
+) -> None:
+    for ent in mentions:
+        resolver.add(ent.name, ent.kind or "concept", aliases=ent.aliases)
+    if extraction is None:
+        return
+    for ent in extraction.entities:
+        resolver.add(ent.name, ent.kind or "concept", aliases=ent.aliases)
+    for st in extraction.statements:
+        resolver.add(st.subject, "concept")
+        resolver.add(st.object, "concept")

@@ -1,0 +1,161 @@
+"""MENTIONS edges: an extractor's entities, plus the gazetteer pass over every chunk's text.
+
+The gazetteer pass is what makes multi-hop ("bridge") retrieval work: every chunk MENTIONS each
+known entity whose name occurs in its text, even when NER missed it. On HotpotQA the bridge
+entities are other documents' titles, and a document EXPLAINS the entity its title names, so
+`chunk -MENTIONS-> entity <-EXPLAINS- document` is the hop a question needs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+
+from rayweave.cluster.types import Chunk, Entity
+from rayweave.graph.edges import EdgeAccumulator, chunk_ref, entity_ref
+from rayweave.graph.entities import EntityResolver
+from rayweave.graph.extraction import Extraction
+from rayweave.graph.names import first_words, is_code_name, name_ngrams, normalize_name, tokens
+from rayweave.graph.schema import EdgeSource, EntityRow, NodeRef, RelType
+from rayweave.models.stopwords import FUNCTION_WORDS
+
+CONF_EXTRACTOR = 0.7
+CONF_GAZETTEER_MULTI = 0.75
+CONF_GAZETTEER_SINGLE = 0.55
+
+Match = tuple[int, bool, int]  # (occurrences, multi-token match, ambiguity)
+
+
+def mention_weight(count: int) -> float:
+    """Diminishing returns on repeated mentions: 1 -> 0.5, 2 -> 0.67, 3 -> 0.75."""
+    return count / (count + 1.0)
+
+
+def gazetteer_matches(
+    resolver: EntityResolver,
+    entity_rows: Iterable[EntityRow],
+    chunks: Sequence[Chunk],
+    max_ngram: int,
+) -> dict[str, dict[str, Match]]:
+    """chunk id -> entity id -> `Match` for every known name found in the chunk's text."""
+    gazetteer = resolver.gazetteer()
+    cased = _proper_single_tokens(entity_rows)
+    starts = first_words(gazetteer)
+    return {c.id: _matches(c.text, gazetteer, cased, max_ngram, starts) for c in chunks}
+
+
+def mention_edges(
+    acc: EdgeAccumulator,
+    resolver: EntityResolver,
+    chunks: Sequence[Chunk],
+    found: Mapping[str, Mapping[str, Match]],
+    generic: AbstractSet[str],
+    extracted: Mapping[str, Sequence[Entity]],
+) -> None:
+    """MENTIONS from `extracted` (an extractor's entities per chunk id) and the gazetteer's
+    `found` matches, less the `generic` entities no extractor named in the chunk."""
+    for c in chunks:
+        ref = chunk_ref(c)
+        counts: Counter[str] = Counter()
+        for ent in extracted.get(c.id, ()):
+            for eid in resolver.resolve(normalize_name(ent.name)):
+                counts[eid] += 1
+        mentioned = [(eid, n, CONF_EXTRACTOR, EdgeSource.EXTRACTOR) for eid, n in counts.items()]
+        for eid, (n, multi, ambiguity) in found[c.id].items():
+            if eid in generic and eid not in counts:
+                continue
+            conf = (CONF_GAZETTEER_MULTI if multi else CONF_GAZETTEER_SINGLE) / ambiguity
+            mentioned.append((eid, n, conf, EdgeSource.GAZETTEER))
+        for eid, n, conf, source in mentioned:
+            acc.add(
+                RelType.MENTIONS,
+                ref,
+                entity_ref(eid),
+                confidence=conf,
+                source=source,
+                weight=mention_weight(n),
+                count=n,
+            )
+
+
+def extracted_entities(
+    chunks: Sequence[Chunk],
+    mentions: Mapping[str, Sequence[Entity]],
+    extractions: Mapping[str, Extraction],
+) -> dict[str, list[Entity]]:
+    """Per chunk id, the NER extractor's entities followed by the LLM hook's."""
+    out: dict[str, list[Entity]] = {}
+    for c in chunks:
+        ext = extractions.get(c.id)
+        ents = [*mentions.get(c.id, ()), *(ext.entities if ext is not None else ())]
+        if ents:
+            out[c.id] = ents
+    return out
+
+
+def _proper_single_tokens(rows: Iterable[EntityRow]) -> set[str]:
+    """Single-word names that only count when capitalised in text ("Mercury", not "mercury")."""
+    out: set[str] = set()
+    for row in rows:
+        surface = row.name.strip()
+        if (
+            " " not in surface
+            and surface[:1].isupper()
+            and not is_code_name(surface)
+            and not surface.isupper()
+        ):
+            out.update(a for a in row.aliases if " " not in a)
+    return out
+
+
+def _matches(
+    text: str,
+    gazetteer: Mapping[str, Sequence[str]],
+    cased: set[str],
+    max_len: int,
+    starts: AbstractSet[str],
+) -> dict[str, Match]:
+    """entity id -> (occurrences, multi-token match, ambiguity) for the longest non-overlapping
+    gazetteer names in `text`."""
+    raw = tokens(text)
+    spans: list[tuple[int, int, str]] = []  # (start, length, norm)
+    for start, length, norm in name_ngrams(text, max_len, starts=starts):
+        if norm not in gazetteer:
+            continue
+        if length == 1 and norm in cased and not raw[start][:1].isupper():
+            continue
+        if length == 1 and (len(norm) < 3 or norm in FUNCTION_WORDS):
+            continue
+        spans.append((start, length, norm))
+    spans.sort(key=lambda s: (-s[1], s[0]))
+    taken = [False] * len(raw)
+    out: dict[str, Match] = {}
+    for start, length, norm in spans:
+        if any(taken[start : start + length]):
+            continue
+        for i in range(start, start + length):
+            taken[i] = True
+        ids = gazetteer[norm]
+        for eid in ids:
+            n, multi, amb = out.get(eid, (0, False, len(ids)))
+            out[eid] = (n + 1, multi or length > 1, min(amb, len(ids)))
+    return out
+
+
+def generic_entities(
+    found: Mapping[str, Mapping[str, Match]],
+    units: Mapping[NodeRef, NodeRef],
+    max_df: float,
+) -> set[str]:
+    unit_of_chunk = {ref.id: unit for ref, unit in units.items()}
+    total = len(set(units.values()))
+    if total < 50:
+        return set()
+    seen: dict[str, set[NodeRef]] = defaultdict(set)
+    for cid, ents in found.items():
+        unit = unit_of_chunk.get(cid)
+        if unit is not None:
+            for eid in ents:
+                seen[eid].add(unit)
+    return {eid for eid, us in seen.items() if len(us) / total > max_df}

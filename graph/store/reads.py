@@ -1,0 +1,116 @@
+"""Reads for retrieval and corpus rebuilds: counts, entity lookup by alias, stored chunks."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rayweave.cluster.types import Chunk, Entity, Level
+from rayweave.graph.names import name_ngrams, normalize_name, unique, variants
+from rayweave.graph.schema import NodeLabel
+from rayweave.graph.store.chunk_props import chunk_from_props, decode_mentions
+from rayweave.graph.store.connection import StoreConnection
+from rayweave.graph.store.records import EntityMatch, GraphCounts
+
+__all__ = ["MAX_NGRAM", "GraphReads"]
+
+MAX_NGRAM = 6
+_LOOKUP = """
+    UNWIND $keys AS k
+    MATCH (a:Alias {key: k})-[:ALIAS_OF]->(e:Entity)
+    RETURN a.norm AS via, e.id AS id, e.name AS name, e.kind AS kind, e.df AS df
+"""
+
+
+class GraphReads(StoreConnection):
+    """What retrieval and the corpus pass read back."""
+
+    def counts(self) -> GraphCounts:
+        """Nodes per label and relationships per type in this namespace."""
+        nodes: dict[str, int] = {}
+        rels: dict[str, int] = defaultdict(int)
+        for label in NodeLabel:
+            record = self.read(
+                f"MATCH (n:{label.value} {{ns: $ns}}) RETURN count(n) AS n", op="counts"
+            )
+            nodes[label.value] = int(record[0]["n"]) if record else 0
+            if nodes[label.value] == 0:
+                continue
+            for row in self.read(
+                f"MATCH (n:{label.value} {{ns: $ns}})-[r]->() RETURN type(r) AS t, count(r) AS n",
+                op="counts",
+            ):
+                rels[row["t"]] += int(row["n"])
+        return GraphCounts(nodes=nodes, relationships=dict(rels))
+
+    def lookup_entities(
+        self, names: Iterable[str], *, normalized: bool = False
+    ) -> list[EntityMatch]:
+        """Entities whose alias equals a name (or its singular); one index seek per form."""
+        forms: list[str] = []
+        for name in names:
+            norm = name if normalized else normalize_name(name)
+            forms.extend(variants(norm))
+        forms = list(unique(forms))
+        if not forms:
+            return []
+        rows = self.read(_LOOKUP, {"keys": [self.key(f) for f in forms]}, op="lookup_entities")
+        return [
+            EntityMatch(
+                id=r["id"],
+                name=r["name"],
+                kind=r["kind"] or "concept",
+                df=int(r["df"] or 0),
+                via=r["via"],
+            )
+            for r in rows
+        ]
+
+    def entities_in_text(self, text: str, *, max_ngram: int = MAX_NGRAM) -> list[EntityMatch]:
+        """Known entities named anywhere in `text` (its n-grams looked up as aliases)."""
+        return self.lookup_entities(
+            (n for _, _, n in name_ngrams(text, max_ngram)), normalized=True
+        )
+
+    def chunks(self, doc_ids: Sequence[str] | None = None) -> list[Chunk]:
+        """Stored chunks of every level (of the given documents, else all), for corpus-wide
+        rebuilds. Fields the graph does not keep (sibling and child ids, offsets) are empty."""
+        return [c for c, _ in self._stored_chunks(doc_ids)]
+
+    def chunks_and_mentions(self) -> tuple[list[Chunk], dict[str, list[Entity]]]:
+        """Every stored chunk and, in the same read, the extractor entities `write_chunks` kept
+        per chunk id (a chunk written before they were kept has no entry)."""
+        pairs = self._stored_chunks(None)
+        mentions = {c.id: decode_mentions(m) for c, m in pairs if m is not None}
+        return [c for c, _ in pairs], mentions
+
+    def _stored_chunks(self, doc_ids: Sequence[str] | None) -> list[tuple[Chunk, object]]:
+        """(chunk, its stored `mentions` property or None), from one read per label."""
+        params: dict[str, Any] = {
+            "dkeys": [self.key(d) for d in doc_ids] if doc_ids is not None else None
+        }
+        found: list[tuple[Chunk, object]] = []
+        for label in (NodeLabel.SECTION, NodeLabel.PROPOSITION):
+            where = "WHERE c.dkey IN $dkeys" if doc_ids is not None else ""
+            rows = self.read(
+                f"MATCH (c:{label.value} {{ns: $ns}}) {where} RETURN properties(c) AS p",
+                params,
+                op="chunks",
+            )
+            level = Level(label.value.lower())
+            found.extend(
+                (chunk_from_props(r["p"], level=level), r["p"].get("mentions")) for r in rows
+            )
+        where = "AND d.key IN $dkeys" if doc_ids is not None else ""
+        rows = self.read(
+            f"MATCH (d:Document {{ns: $ns}}) WHERE d.chunk_id IS NOT NULL {where} "
+            "RETURN properties(d) AS p",
+            params,
+            op="chunks",
+        )
+        for r in rows:
+            p = dict(r["p"])
+            p["doc_id"], p["id"] = p["id"], p["chunk_id"]
+            found.append((chunk_from_props(p, level=Level.DOCUMENT), p.get("mentions")))
+        return found

@@ -1,0 +1,54 @@
+"""Co-occurrence edges: NPMI, RELATED_TO between entities, keyword topics."""
+
+from __future__ import annotations
+
+import pytest
+
+from rayweave.cluster.settings import GraphSettings
+from rayweave.cluster.types import Chunk, Level
+from rayweave.graph.cooccurrence import npmi, related_edges, topic_rows
+from rayweave.graph.schema import EdgeSource, NodeLabel
+
+
+def sec(cid: str, doc: str, text: str, **kw: object) -> Chunk:
+    return Chunk(id=cid, doc_id=doc, level=Level.SECTION, text=text, **kw)  # type: ignore[arg-type]
+
+
+class TestRelatedAndTopics:
+    def test_npmi_bounds(self) -> None:
+        assert npmi(10, 10, 10, 10) == 1.0
+        assert npmi(5, 5, 5, 100) == pytest.approx(1.0)
+        assert npmi(1, 50, 50, 100) < 0
+        assert npmi(0, 5, 5, 100) == -1.0
+
+    def test_related_needs_support_and_pmi(self) -> None:
+        units = [{"a", "b"}, {"a", "b"}, {"a", "c"}, {"d"}, {"e"}, {"f", "c"}]
+        got = related_edges(units, GraphSettings(related_min_support=2, related_min_npmi=0.1))
+        assert [(e.src.id, e.dst.id) for e in got] == [("a", "b")]
+        (ab,) = got
+        assert ab.source is EdgeSource.COOCCURRENCE
+        assert ab.count == 2
+        assert 0 < ab.confidence <= 1
+        assert related_edges(units, GraphSettings(related_min_support=3)) == []
+
+    def test_related_caps_edges_per_entity(self) -> None:
+        units = [{"hub", f"x{i}"} for i in range(5) for _ in range(2)] + [{"pad"}] * 20
+        got = related_edges(units, GraphSettings(related_max_per_entity=2, related_min_npmi=0.0))
+        assert sum("hub" in (e.src.id, e.dst.id) for e in got) == 2
+
+    def test_topics_cluster_keywords_and_documents_belong(self) -> None:
+        kw_ml = ("embedding", "vector", "retrieval")
+        kw_ops = ("kubernetes", "helm", "pod")
+        chunks = [sec(f"m{i}", f"m{i}", "x", keywords=kw_ml) for i in range(3)]
+        chunks += [sec(f"k{i}", f"k{i}", "x", keywords=kw_ops) for i in range(3)]
+        chunks += [sec("mix", "mix", "x", keywords=("embedding", "pod"))]
+        topics, belongs = topic_rows(chunks, GraphSettings())
+        assert sorted(sorted(t.keywords) for t in topics) == [sorted(kw_ml), sorted(kw_ops)]
+        ml = next(t for t in topics if "vector" in t.keywords)
+        shares = {e.src.id: e.weight for e in belongs if e.dst.id == ml.id}
+        assert shares["m0"] == 1.0
+        assert shares["mix"] == pytest.approx(1 / 3, abs=1e-6)
+        assert "k0" not in shares
+        assert all(
+            e.src.label is NodeLabel.DOCUMENT and e.source is EdgeSource.KEYWORDS for e in belongs
+        )
