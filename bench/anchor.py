@@ -20,8 +20,8 @@ from pathlib import Path
 import httpx
 
 from rayweave.cluster.errors import InputError, ServiceError
-from rayweave.cluster.graph_process import log_tail
-from rayweave.cluster.runtime import free_port
+from rayweave.cluster.services.graph_process import log_tail
+from rayweave.cluster.services.runtime import free_port
 from rayweave.cluster.settings import Settings
 from rayweave.models.resolve import resolve_model_path
 
@@ -43,7 +43,7 @@ def export_chunks(settings: Settings) -> tuple[list[str], list[str]]:
     """Ids and texts of every visible point of `settings.qdrant.collection`: what the app serves.
 
     Needs Ray connected (the store is the shared actor the app's retrievers use)."""
-    from rayweave.cluster.vector_service import vector_store_for
+    from rayweave.cluster.vectors.service import vector_store_for
 
     store = vector_store_for(settings, shared=True)
     ids: list[str] = []

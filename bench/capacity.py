@@ -14,11 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rayweave.cluster.runtime import connect
-from rayweave.cluster.services import resolve_graph_connection
+from rayweave.cluster.services.graph_server import resolve_graph_connection
+from rayweave.cluster.services.runtime import connect
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import SparseVector
-from rayweave.cluster.vector_service import vector_store_for
+from rayweave.cluster.vectors.service import vector_store_for
 from rayweave.graph.store import GraphStore
 
 

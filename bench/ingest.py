@@ -225,8 +225,8 @@ def run_ingest_bench(
     import psutil
     from rich.console import Console as RichConsole
 
-    from rayweave.cluster.runtime import connect
-    from rayweave.cluster.services import resolve_graph_connection
+    from rayweave.cluster.services.graph_server import resolve_graph_connection
+    from rayweave.cluster.services.runtime import connect
     from rayweave.ingest.pipeline import run_ingest
 
     con = console or RichConsole()

@@ -225,7 +225,7 @@ def _reach_app(
         con.print(f"deploying the app for {settings.qdrant.collection!r} ...", highlight=False)
         return deploy(settings), True
     if anchor or url is None:
-        from rayweave.cluster.runtime import connect
+        from rayweave.cluster.services.runtime import connect
 
         # The anchor's chunks come from the store actor; CPU staging wants this stack's raylet
         # but can do without it (titles then count machine-wide).

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import psutil
 
 from rayweave.cluster.errors import RayweaveError
-from rayweave.cluster.services import SERVER_MAIN_CLASS, GraphServer
+from rayweave.cluster.services.graph_server import SERVER_MAIN_CLASS, GraphServer
 from rayweave.cluster.settings import Settings
 
 __all__ = [
@@ -52,7 +52,7 @@ ANCHOR = "anchor"
 OTHER = "other"
 
 _VECTOR_ACTOR = "VectorStoreActor"
-"""Class name of `rayweave.cluster.vector_service.VectorStoreActor` (a Ray actor class, which
+"""Class name of `rayweave.cluster.vectors.service.VectorStoreActor` (a Ray actor class, which
 hides `__name__`)."""
 _REPLICA = re.compile(r"\s*ray::ServeReplica:(?:\S*:)?([^\s.:]+)")
 _ACTOR = re.compile(r"\s*ray::([A-Za-z_]\w*)")

@@ -25,7 +25,7 @@ import numpy as np
 from rayweave.bench.table import format_table
 from rayweave.cluster.settings import QdrantSettings
 from rayweave.cluster.types import SparseVector
-from rayweave.cluster.vector_store import CollectionSpec, VectorPoint, VectorQuery, VectorStore
+from rayweave.cluster.vectors.store import CollectionSpec, VectorPoint, VectorQuery, VectorStore
 
 Adapter = Literal["edge", "client-memory", "client-local"]
 ADAPTERS: tuple[Adapter, ...] = ("edge", "client-memory", "client-local")
@@ -128,12 +128,12 @@ def open_bench_store(
     if adapter not in ADAPTERS:
         raise ValueError(f"unknown adapter {adapter!r}; valid: {', '.join(ADAPTERS)}")
     if adapter == "edge":
-        from rayweave.cluster.qdrant_edge_store import QdrantEdgeStore
+        from rayweave.cluster.vectors.qdrant_edge import QdrantEdgeStore
 
         return QdrantEdgeStore(
             settings.model_copy(update={"backend": "edge"}), path=path, collection=collection
         )
-    from rayweave.cluster.qdrant_client_store import MEMORY, QdrantClientStore
+    from rayweave.cluster.vectors.qdrant_client import MEMORY, QdrantClientStore
 
     url = MEMORY if adapter == "client-memory" else None
     return QdrantClientStore(

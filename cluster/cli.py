@@ -55,7 +55,7 @@ T = TypeVar("T")
 
 
 def _settings(config: Path | None, collection: str | None = None, **overrides: Any) -> Settings:
-    from rayweave.cluster.runtime import apply_ray_environment
+    from rayweave.cluster.services.runtime import apply_ray_environment
 
     settings = load_settings(config, **overrides)
     apply_ray_environment(settings)
@@ -89,7 +89,7 @@ def ray_output_to_log(settings: Settings) -> Iterator[Path]:
     draws a restartability warning), Ray Data warns on its console handler, and a listener thread
     echoes raylet notices ("8 PYTHON worker processes have been started"). A user should see the
     progress bar and the summary; Ray's lines stay in that file and in Ray's session logs."""
-    from rayweave.cluster.runtime import ray_console_log
+    from rayweave.cluster.services.runtime import ray_console_log
 
     log = ray_console_log(settings)
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -303,7 +303,7 @@ def status(
     ] = False,
 ) -> None:
     """Show what is running (Ray head, graph server, Serve app) and how to submit jobs."""
-    from rayweave.cluster.status import collect_status
+    from rayweave.cluster.services.status import collect_status
 
     settings = _run(lambda: _settings(config))
     report = _run(lambda: collect_status(settings))
@@ -317,7 +317,7 @@ def status(
 @app.command()
 def stop(config: ConfigOpt = None) -> None:
     """Stop everything rayweave started: the Serve app, the Ray head and the graph server."""
-    from rayweave.cluster.status import stop_all
+    from rayweave.cluster.services.status import stop_all
 
     settings = _run(lambda: _settings(config))
     for line in _run(lambda: stop_all(settings)):

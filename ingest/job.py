@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(stderr=True, force_terminal=False)
     try:
         settings = load_settings(args.config)
-        from rayweave.cluster.runtime import apply_ray_environment
+        from rayweave.cluster.services.runtime import apply_ray_environment
 
         apply_ray_environment(settings)
         import ray

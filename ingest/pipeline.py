@@ -137,8 +137,8 @@ def _plan_source(
 
 def _start_services(settings: Settings, collection: str, console: Console) -> dict[str, str]:
     """Connect to Ray and both stores; returns the content hash of every visible document."""
-    from rayweave.cluster.runtime import connect
-    from rayweave.cluster.services import resolve_graph_connection
+    from rayweave.cluster.services.graph_server import resolve_graph_connection
+    from rayweave.cluster.services.runtime import connect
     from rayweave.ingest.writers import DocumentWriter, visible_document_hashes
 
     with console.status("starting Ray, the graph server and the vector store"):
@@ -326,7 +326,7 @@ def finalize(settings: Settings, collection: str) -> tuple[int, int]:
     """Corpus-wide steps after documents are written or deleted: the graph's entity layer from
     every stored chunk (`graph.indexing`), entity synonymy from the dense encoder, and the vector
     index build. Returns the namespace's graph node and relationship totals."""
-    from rayweave.cluster.vector_service import vector_store_for
+    from rayweave.cluster.vectors.service import vector_store_for
     from rayweave.graph.indexing import rebuild_corpus_edges
     from rayweave.graph.store import open_graph_store
 
@@ -357,7 +357,7 @@ def delete_documents(
 ) -> int:
     """Remove documents named by path, folder or id from both stores (paths may be gone from
     disk already; a folder takes every document stored from inside it)."""
-    from rayweave.cluster.runtime import connect
+    from rayweave.cluster.services.runtime import connect
     from rayweave.ingest.readers import document_id_for
     from rayweave.ingest.writers import DocumentWriter, document_ids_under
 

@@ -21,10 +21,10 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rayweave.cluster.errors import NotFoundError
+from rayweave.cluster.services.telemetry import ingest_metrics
 from rayweave.cluster.settings import Settings
-from rayweave.cluster.telemetry import ingest_metrics
 from rayweave.cluster.types import Chunk, Document, Level
-from rayweave.cluster.vector_store import CollectionSpec, VectorPoint, VectorStore
+from rayweave.cluster.vectors.store import CollectionSpec, VectorPoint, VectorStore
 from rayweave.ingest.report import DocumentOutcome
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ class DocumentWriter:
 
     @classmethod
     def open(cls, settings: Settings, *, collection: str, shared: bool) -> DocumentWriter:
-        from rayweave.cluster.vector_service import vector_store_for
+        from rayweave.cluster.vectors.service import vector_store_for
         from rayweave.graph.store import open_graph_store
 
         vectors = vector_store_for(settings, collection, shared=shared)

@@ -37,8 +37,8 @@ def _matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
 
 
 def rayweave_metric_names() -> frozenset[str]:
-    """The metric names rayweave records (cluster/telemetry.py)."""
-    from rayweave.cluster import telemetry
+    """The metric names rayweave records (cluster/services/telemetry.py)."""
+    from rayweave.cluster.services import telemetry
 
     return frozenset(
         v

@@ -4,9 +4,9 @@ tests can build it around in-process components.
 Cross-cutting rules live here, once: body-size limit (413), API-key/bearer auth when keys are
 configured (401, checked before any work), per-key rate limit (429, shared by every replica
 when deployed: `serve/rate_limit.py`), CORS only when origins are
-configured, metrics through Ray's metrics API (`cluster/telemetry.py`: exported, with Serve's own,
-by every node's metrics agent, so there is no per-replica `/metrics` route), and the error mapping
-of `serve/errors.py`.
+configured, metrics through Ray's metrics API (`cluster/services/telemetry.py`: exported, with
+Serve's own, by every node's metrics agent, so there is no per-replica `/metrics` route), and
+the error mapping of `serve/errors.py`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from fastapi.responses import FileResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from rayweave.cluster import __version__
+from rayweave.cluster.services.telemetry import ApiMetrics, api_metrics
 from rayweave.cluster.settings import ServeSettings
-from rayweave.cluster.telemetry import ApiMetrics, api_metrics
 from rayweave.serve.api_auth import authorizer
 from rayweave.serve.body_limit import BodyLimit
 from rayweave.serve.conversation import ConversationMessage

@@ -239,8 +239,8 @@ def deploy(settings: Settings, *, console: Console | None = None, timeout_s: flo
     """Start the embedded stack if needed and deploy the app; returns the ingress URL."""
     from ray.serve.schema import ServeDeploySchema
 
-    from rayweave.cluster.runtime import connect
-    from rayweave.cluster.services import resolve_graph_connection
+    from rayweave.cluster.services.graph_server import resolve_graph_connection
+    from rayweave.cluster.services.runtime import connect
 
     console = console or Console(stderr=True, quiet=True)
     with console.status("starting Ray and the graph server"):

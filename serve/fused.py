@@ -5,7 +5,7 @@ composed ingress. A request makes no handle hop between stages and pickles no hi
 node the composed graph's transport (seven deployments, payloads copied between them) costs more
 than the stages themselves. It scales by replicas (each loads the query encoders and holds the
 graph projection and, for an embedded vector store of moderate size, a copy of the collection
-(`cluster/vector_copy.py`), so that a search makes no call to another process at all.
+(`cluster/vectors/replica_copy.py`), so that a search makes no call to another process at all.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import numpy as np
 
 from rayweave.cluster.settings import RetrievalSettings, Settings
 from rayweave.cluster.types import Hit, Level, SparseVector
-from rayweave.cluster.vector_store import ScoredPoint, VectorQuery, VectorStore
+from rayweave.cluster.vectors.store import ScoredPoint, VectorQuery, VectorStore
 from rayweave.models.protocols import DenseEncoder, SparseEncoder
 from rayweave.serve.batching import MicroBatcher
 from rayweave.serve.fusion import cap_per_document
@@ -83,8 +83,8 @@ class VectorSearch:
     def from_settings(
         cls, settings: Settings, *, shared: bool, collection: str | None = None
     ) -> VectorSearch:
-        from rayweave.cluster.vector_copy import replica_vector_store
-        from rayweave.cluster.vector_service import vector_store_for
+        from rayweave.cluster.vectors.replica_copy import replica_vector_store
+        from rayweave.cluster.vectors.service import vector_store_for
         from rayweave.models.factory import build_dense_encoder, build_sparse_encoder, run_options
 
         store = (

@@ -60,7 +60,7 @@ def stack_settings(stack_home: Path):  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def ray_stack(stack_settings):  # type: ignore[no-untyped-def]
     """The embedded Ray head, started by rayweave's runtime and joined by this process."""
-    from rayweave.cluster.runtime import connect, stop_head
+    from rayweave.cluster.services.runtime import connect, stop_head
 
     try:
         connect(stack_settings)
@@ -72,7 +72,7 @@ def ray_stack(stack_settings):  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def graph_connection(stack_settings):  # type: ignore[no-untyped-def]
     """The embedded ArcadeDB Bolt server of the session."""
-    from rayweave.cluster.services import GraphServer, resolve_graph_connection
+    from rayweave.cluster.services.graph_server import GraphServer, resolve_graph_connection
 
     try:
         yield resolve_graph_connection(stack_settings)

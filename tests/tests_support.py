@@ -98,7 +98,7 @@ def joined_nodes(settings: Settings, names: Sequence[str]) -> Iterator[dict[str,
     after it; yields name -> its temp dir (what `stop_processes` kills). Afterwards every one is
     stopped by process id and the head sees its old node count again, so later tests run on one
     node."""
-    from rayweave.cluster.runtime import join_node, ray_temp_dir, stop_processes
+    from rayweave.cluster.services.runtime import join_node, ray_temp_dir, stop_processes
 
     before = len(alive_nodes())
     dirs = {name: ray_temp_dir(settings) / "nodes" / name for name in names}

@@ -217,7 +217,7 @@ def _ingest(
     console: Console,
     index: CorpusIndex | None,
 ) -> float:
-    from rayweave.cluster.vector_service import vector_store_for
+    from rayweave.cluster.vectors.service import vector_store_for
     from rayweave.graph.store import open_graph_store
     from rayweave.ingest.pipeline import run_ingest
 
@@ -263,7 +263,7 @@ def run_eval(
     report_path: Path | None = None,
     console: Console | None = None,
 ) -> EvalReport:
-    from rayweave.cluster.runtime import connect
+    from rayweave.cluster.services.runtime import connect
     from rayweave.serve.local import LocalSearch
 
     console = console or Console()

@@ -26,7 +26,7 @@ from neo4j.exceptions import (
 )
 
 from rayweave.cluster.errors import GraphStoreError
-from rayweave.cluster.services import GraphConnection, resolve_graph_connection
+from rayweave.cluster.services.graph_server import GraphConnection, resolve_graph_connection
 from rayweave.cluster.settings import GraphSettings, Settings
 from rayweave.graph.schema import check_namespace, node_key, schema_statements
 from rayweave.graph.store.cypher import STAMP_LABEL, q

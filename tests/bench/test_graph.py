@@ -14,7 +14,7 @@ from rayweave.bench.graph import load_corpus, run_graph_bench
 from rayweave.bench.graph_projection import SyntheticGraph
 from rayweave.bench.table import format_table
 from rayweave.cluster.errors import SourceError
-from rayweave.cluster.services import GraphServer
+from rayweave.cluster.services.graph_server import GraphServer
 from rayweave.cluster.settings import Settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -172,7 +172,7 @@ class TestStageNames:
         assert stage_of(cmdline) == stage
 
     def test_vector_actor_title_is_the_real_class_name(self) -> None:
-        from rayweave.cluster.vector_service import VectorStoreActor
+        from rayweave.cluster.vectors.service import VectorStoreActor
 
         name = VectorStoreActor.__ray_metadata__.class_name
         assert stage_of(f"ray::{name}") == serve_cpu.VECTOR

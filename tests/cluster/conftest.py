@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from rayweave.cluster.qdrant_client_store import MEMORY, QdrantClientStore
-from rayweave.cluster.qdrant_edge_store import QdrantEdgeStore
 from rayweave.cluster.settings import QdrantSettings
-from rayweave.cluster.vector_store import VectorStore
+from rayweave.cluster.vectors.qdrant_client import MEMORY, QdrantClientStore
+from rayweave.cluster.vectors.qdrant_edge import QdrantEdgeStore
+from rayweave.cluster.vectors.store import VectorStore
 
 
 def open_store(

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rayweave.cluster.services import GraphConnection
+from rayweave.cluster.services.graph_server import GraphConnection
 from rayweave.cluster.settings import GraphSettings, Settings
 from rayweave.graph.store import GraphStore
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from tests_support import graph_snapshot, joined_nodes
 
-from rayweave.cluster.runtime import stop_processes
+from rayweave.cluster.services.runtime import stop_processes
 from rayweave.cluster.settings import Settings
 from rayweave.ingest.pipeline import run_ingest
 from rayweave.ingest.writers import DocumentWriter

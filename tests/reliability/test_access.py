@@ -134,7 +134,7 @@ def test_limits_and_no_cors_by_default(client: TestClient, settings: Settings) -
 
 
 def test_no_secrets_in_logs_and_servers_on_loopback(client: TestClient, settings: Settings) -> None:
-    from rayweave.cluster.services import GraphServer
+    from rayweave.cluster.services.graph_server import GraphServer
 
     server = GraphServer.from_settings(settings)
     password = server.secret_path.read_text().strip()

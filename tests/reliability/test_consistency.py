@@ -61,7 +61,7 @@ ORPHANS = {
 
 
 def read_state(settings: Settings, collection: str) -> StoreState:
-    from rayweave.cluster.vector_service import vector_store_for
+    from rayweave.cluster.vectors.service import vector_store_for
     from rayweave.graph.store import open_graph_store
 
     store = vector_store_for(settings, collection)
@@ -191,7 +191,7 @@ def stack_environment(settings: Settings) -> dict[str, str]:
 
 
 def visible_documents(settings: Settings, collection: str) -> int:
-    from rayweave.cluster.vector_service import vector_store_for
+    from rayweave.cluster.vectors.service import vector_store_for
     from rayweave.ingest.writers import visible_document_hashes
 
     store = vector_store_for(settings, collection)

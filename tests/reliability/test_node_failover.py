@@ -15,7 +15,7 @@ import pytest
 import yaml
 from tests_support import SAMPLE_CORPUS, alive_actors, alive_nodes, joined_nodes
 
-from rayweave.cluster.runtime import stop_processes
+from rayweave.cluster.services.runtime import stop_processes
 from rayweave.cluster.settings import Settings
 
 from .figures import record

@@ -138,7 +138,7 @@ def test_graph_server_stopped_queries_still_walk_the_projection(
 ) -> None:
     """The graph retriever walks its in-memory projection: a stopped graph server costs
     freshness (the projection cannot refresh), not answers; nothing is degraded."""
-    from rayweave.cluster.services import GraphServer, resolve_graph_connection
+    from rayweave.cluster.services.graph_server import GraphServer, resolve_graph_connection
 
     url, settings = fault_app
     server = GraphServer.from_settings(settings)

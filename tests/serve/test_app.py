@@ -115,7 +115,7 @@ def scrape(family: str) -> dict[tuple[tuple[str, str], ...], float]:
     """Every series of one rayweave metric, as Ray's metrics agents on all live nodes export it."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    from rayweave.cluster.runtime import metrics_urls
+    from rayweave.cluster.services.runtime import metrics_urls
 
     series: dict[tuple[tuple[str, str], ...], float] = {}
     for url in metrics_urls():

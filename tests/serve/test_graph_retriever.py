@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rayweave.cluster.services import GraphConnection
+from rayweave.cluster.services.graph_server import GraphConnection
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, Hit, Level
 from rayweave.graph.schema import EdgeRow, EdgeSource, EntityRow, GraphBatch, NodeLabel, NodeRef

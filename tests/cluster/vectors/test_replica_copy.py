@@ -13,13 +13,13 @@ import pytest
 
 from rayweave.cluster.settings import QdrantSettings
 from rayweave.cluster.types import SparseVector
-from rayweave.cluster.vector_copy import ReplicaVectorStore
-from rayweave.cluster.vector_service import (
+from rayweave.cluster.vectors.replica_copy import ReplicaVectorStore
+from rayweave.cluster.vectors.service import (
     RemoteVectorStore,
     connect_vector_store,
     shutdown_vector_actors,
 )
-from rayweave.cluster.vector_store import CollectionSpec, VectorPoint, VectorQuery
+from rayweave.cluster.vectors.store import CollectionSpec, VectorPoint, VectorQuery
 
 pytestmark = pytest.mark.integration
 

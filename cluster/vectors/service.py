@@ -36,12 +36,12 @@ from rayweave.cluster.errors import (
     VectorStoreError,
     reraised_as,
 )
-from rayweave.cluster.idle import IdleResource
+from rayweave.cluster.services.idle import IdleResource
 from rayweave.cluster.settings import QDRANT_MEMORY, QdrantSettings, Settings
 from rayweave.cluster.types import SparseVector
-from rayweave.cluster.vector_open import open_vector_store
-from rayweave.cluster.vector_points import dense_matrix
-from rayweave.cluster.vector_store import (
+from rayweave.cluster.vectors.factory import open_vector_store
+from rayweave.cluster.vectors.points import dense_matrix
+from rayweave.cluster.vectors.store import (
     DENSE,
     IMAGE,
     SPARSE,
@@ -202,7 +202,7 @@ class VectorStoreActor:
     """Owns one embedded store; Ray runs its methods on `max_concurrency` threads.
 
     The engine is closed after `idle_close_s` without calls and reopened by the next one
-    (`cluster/idle.py`), so actors of collections nobody searches hold no engine."""
+    (`cluster/services/idle.py`), so actors of collections nobody searches hold no engine."""
 
     def __init__(self, settings: QdrantSettings, path: str, collection: str) -> None:
         self._path, self._collection = path, collection
@@ -212,8 +212,9 @@ class VectorStoreActor:
             idle_s=settings.idle_close_s,
         )
         self._engine.open()  # fail here, at acquire, on a bad path
-        # What replica copies (`cluster/vector_copy.py`) poll: a new value after every write, and
-        # a new prefix per actor life, since a restarted actor may have lost unflushed writes.
+        # What replica copies (`cluster/vectors/replica_copy.py`) poll: a new value after every
+        # write, and a new prefix per actor life, since a restarted actor may have lost unflushed
+        # writes.
         self._life = uuid.uuid4().hex[:12]
         self._writes = 0
         self._writes_lock = threading.Lock()

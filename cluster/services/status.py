@@ -41,13 +41,13 @@ class StatusReport:
 
 
 def collect_status(settings: Settings) -> StatusReport:
-    from rayweave.cluster.runtime import (
+    from rayweave.cluster.services.graph_server import GraphServer
+    from rayweave.cluster.services.runtime import (
         head_running,
         job_submit_env,
         ray_console_log,
         ray_temp_dir,
     )
-    from rayweave.cluster.services import GraphServer
 
     if settings.ray.address is not None:
         ray_line = f"external cluster at {settings.ray.address}"
@@ -85,7 +85,7 @@ def collect_status(settings: Settings) -> StatusReport:
 def _serve_status(settings: Settings) -> str:
     from ray import serve
 
-    from rayweave.cluster.runtime import connect
+    from rayweave.cluster.services.runtime import connect
 
     try:
         connect(settings, start=False)
@@ -102,7 +102,7 @@ def _stores_status(settings: Settings) -> str:
     """The vector store actors and whether each holds its engine (`qdrant.idle_close_s`)."""
     import ray
 
-    from rayweave.cluster.vector_service import describe_vector_actors
+    from rayweave.cluster.vectors.service import describe_vector_actors
 
     if not ray.is_initialized():
         return "unknown (not connected)"
@@ -123,7 +123,7 @@ def _stores_status(settings: Settings) -> str:
 def _metrics_status() -> str:
     import ray
 
-    from rayweave.cluster.runtime import metrics_urls
+    from rayweave.cluster.services.runtime import metrics_urls
 
     if not ray.is_initialized():
         return "unknown (not connected)"
@@ -133,9 +133,9 @@ def _metrics_status() -> str:
 
 def stop_all(settings: Settings) -> list[str]:
     """Stop the Serve app, the vector-store actors, our Ray head and the embedded graph server."""
-    from rayweave.cluster.runtime import connect, head_running, stop_head
-    from rayweave.cluster.services import GraphServer
-    from rayweave.cluster.vector_service import shutdown_vector_actors
+    from rayweave.cluster.services.graph_server import GraphServer
+    from rayweave.cluster.services.runtime import connect, head_running, stop_head
+    from rayweave.cluster.vectors.service import shutdown_vector_actors
 
     lines = []
     if settings.ray.address is None and head_running(settings):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rayweave.cluster.errors import ConfigError
-from rayweave.cluster.graph_secret import root_password
+from rayweave.cluster.services.graph_secret import root_password
 
 
 def mode(path: Path) -> int:

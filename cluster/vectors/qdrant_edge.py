@@ -2,7 +2,7 @@
 
 One `EdgeShard` per collection under `<path>/<collection>`: HNSW and quantization as a Qdrant
 server builds them, persistent, and no server to run. The shard's folder is locked by the
-process that opens it; other processes reach it through `rayweave.cluster.vector_service`.
+process that opens it; other processes reach it through `rayweave.cluster.vectors.service`.
 
 Durability: every update goes to the engine's write-ahead log (which alone survives a killed
 process), and no write call returns before a flush has covered it (which also survives an OS
@@ -25,12 +25,12 @@ import numpy as np
 import qdrant_edge as qe
 
 from rayweave.cluster.errors import NotFoundError, VectorStoreError
-from rayweave.cluster.qdrant_core import QdrantStoreCore, in_use_error
-from rayweave.cluster.qdrant_dialect import collection_config, payload_indexes
 from rayweave.cluster.settings import QdrantSettings
 from rayweave.cluster.types import SparseVector
-from rayweave.cluster.vector_points import Scalar, check_shape
-from rayweave.cluster.vector_store import DENSE, IMAGE, SPARSE, CollectionSpec
+from rayweave.cluster.vectors.points import Scalar, check_shape
+from rayweave.cluster.vectors.qdrant_core import QdrantStoreCore, in_use_error
+from rayweave.cluster.vectors.qdrant_dialect import collection_config, payload_indexes
+from rayweave.cluster.vectors.store import DENSE, IMAGE, SPARSE, CollectionSpec
 
 _CONFIG_FILE = "edge_config.json"
 _INDEX_KINDS = {"keyword": qe.PayloadSchemaType.Keyword, "bool": qe.PayloadSchemaType.Bool}

@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 from rayweave.cluster.settings import QdrantSettings
 from rayweave.cluster.types import SparseVector
-from rayweave.cluster.vector_points import FieldMatch, PreparedPoint, PreparedQuery, Scalar
-from rayweave.cluster.vector_store import DENSE, IMAGE, SPARSE, CollectionSpec
+from rayweave.cluster.vectors.points import FieldMatch, PreparedPoint, PreparedQuery, Scalar
+from rayweave.cluster.vectors.store import DENSE, IMAGE, SPARSE, CollectionSpec
 
 
 class QdrantDialect(Protocol):

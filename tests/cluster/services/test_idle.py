@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from rayweave.cluster.idle import IdleResource
+from rayweave.cluster.services.idle import IdleResource
 
 
 class Clock:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rayweave.cluster.errors import ConfigError, ServiceError
-from rayweave.cluster.graph_process import (
+from rayweave.cluster.services.graph_process import (
     POLL_S,
     PidRecord,
     cmdline,
@@ -33,7 +33,7 @@ from rayweave.cluster.graph_process import (
     reap,
     terminate,
 )
-from rayweave.cluster.graph_secret import root_password
+from rayweave.cluster.services.graph_secret import root_password
 from rayweave.cluster.settings import Settings
 
 SERVER_MAIN_CLASS = "com.arcadedb.server.ArcadeDBServer"

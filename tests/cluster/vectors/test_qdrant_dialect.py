@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rayweave.cluster.qdrant_dialect import engine_condition, engine_filter, payload_indexes
-from rayweave.cluster.vector_points import Scalar, parse_filter
-from rayweave.cluster.vector_store import CollectionSpec
+from rayweave.cluster.vectors.points import Scalar, parse_filter
+from rayweave.cluster.vectors.qdrant_dialect import engine_condition, engine_filter, payload_indexes
+from rayweave.cluster.vectors.store import CollectionSpec
 
 
 class RecordingDialect:

@@ -6,9 +6,9 @@ sparse vector (`sparse`) and optional image vectors (`image`); ids are chunk ids
 UUIDs inside the adapters because Qdrant accepts only integers and UUIDs.
 
 Adapters: `QdrantEdgeStore` (qdrant-edge-py, in-process, the default) and `QdrantClientStore`
-(qdrant-client: a server URL, or its local mode); `rayweave.cluster.vector_open` picks one
+(qdrant-client: a server URL, or its local mode); `rayweave.cluster.vectors.factory` picks one
 from settings. Embedded engines lock their folder to one process; components in other processes
-(Ray Data writers, Serve replicas) use `rayweave.cluster.vector_service.connect_vector_store`.
+(Ray Data writers, Serve replicas) use `rayweave.cluster.vectors.service.connect_vector_store`.
 """
 
 from __future__ import annotations

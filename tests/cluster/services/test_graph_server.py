@@ -16,8 +16,8 @@ import pytest
 from tests_support import free_ports
 
 from rayweave.cluster.errors import ConfigError, ServiceError
-from rayweave.cluster.graph_process import port_is_free
-from rayweave.cluster.services import GraphServer, resolve_graph_connection
+from rayweave.cluster.services.graph_process import port_is_free
+from rayweave.cluster.services.graph_server import GraphServer, resolve_graph_connection
 from rayweave.cluster.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -108,7 +108,8 @@ class TestLifecycle:
     def test_outlives_the_process_that_started_it_then_stops(self, tmp_path: Path) -> None:
         server = make_server(tmp_path / "g")
         code = (
-            "from pathlib import Path; from rayweave.cluster.services import GraphServer; "
+            "from pathlib import Path; "
+            "from rayweave.cluster.services.graph_server import GraphServer; "
             f"GraphServer(home=Path({str(server.home)!r}), bolt_port={server.bolt_port}, "
             f"http_port={server.http_port}, database='kg', heap_mb=256).start()"
         )

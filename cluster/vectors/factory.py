@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rayweave.cluster.settings import QdrantSettings
-from rayweave.cluster.vector_store import VectorStore
+from rayweave.cluster.vectors.store import VectorStore
 
 
 def open_vector_store(
@@ -18,9 +18,9 @@ def open_vector_store(
     """Open the configured adapter for `collection` (default: settings.collection)."""
     name = collection or settings.collection
     if settings.backend == "edge":
-        from rayweave.cluster.qdrant_edge_store import QdrantEdgeStore
+        from rayweave.cluster.vectors.qdrant_edge import QdrantEdgeStore
 
         return QdrantEdgeStore(settings, path=path, collection=name)
-    from rayweave.cluster.qdrant_client_store import QdrantClientStore
+    from rayweave.cluster.vectors.qdrant_client import QdrantClientStore
 
     return QdrantClientStore(settings, path=path, collection=name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rayweave.cluster.graph_process import PidRecord, cmdline, log_tail, process_state
+from rayweave.cluster.services.graph_process import PidRecord, cmdline, log_tail, process_state
 
 
 def test_pid_record_round_trips() -> None:

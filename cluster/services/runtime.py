@@ -193,7 +193,7 @@ def connect(settings: Settings, *, start: bool = True) -> None:
 
 def metrics_urls() -> list[str]:
     """Prometheus endpoints of the connected cluster's live nodes: each node's metrics agent
-    exports Ray's, Serve's and rayweave's series (`cluster/telemetry.py`)."""
+    exports Ray's, Serve's and rayweave's series (`cluster/services/telemetry.py`)."""
     import ray
 
     return [

@@ -23,11 +23,11 @@ from rayweave.cluster.errors import (
     ServiceError,
     VectorStoreError,
 )
-from rayweave.cluster.qdrant_client_store import QdrantClientStore
-from rayweave.cluster.qdrant_edge_store import QdrantEdgeStore
 from rayweave.cluster.settings import QdrantSettings
 from rayweave.cluster.types import SparseVector
-from rayweave.cluster.vector_service import (
+from rayweave.cluster.vectors.qdrant_client import QdrantClientStore
+from rayweave.cluster.vectors.qdrant_edge import QdrantEdgeStore
+from rayweave.cluster.vectors.service import (
     PointColumns,
     RemoteVectorStore,
     actor_name,
@@ -35,7 +35,7 @@ from rayweave.cluster.vector_service import (
     describe_vector_actors,
     shutdown_vector_actors,
 )
-from rayweave.cluster.vector_store import CollectionSpec, VectorPoint, VectorQuery
+from rayweave.cluster.vectors.store import CollectionSpec, VectorPoint, VectorQuery
 
 # Ray tasks below are defined here; ship them by value (this folder is not an importable package).
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -317,7 +317,7 @@ class TestConnectModes:
             "import sys\n"
             "from pathlib import Path\n"
             "from rayweave.cluster.settings import QdrantSettings\n"
-            "from rayweave.cluster.vector_service import connect_vector_store\n"
+            "from rayweave.cluster.vectors.service import connect_vector_store\n"
             "store = connect_vector_store(\n"
             f"    QdrantSettings(), path=Path({str(tmp_path)!r}), shared=False\n"
             ")\n"

@@ -17,9 +17,9 @@ import pytest
 
 from rayweave.bench.vectors import ClusteredData, clustered_data
 from rayweave.cluster.errors import InputError, NotFoundError, QueryError, VectorStoreError
-from rayweave.cluster.qdrant_edge_store import QdrantEdgeStore
 from rayweave.cluster.types import SparseVector
-from rayweave.cluster.vector_store import (
+from rayweave.cluster.vectors.qdrant_edge import QdrantEdgeStore
+from rayweave.cluster.vectors.store import (
     CollectionSpec,
     ScoredPoint,
     VectorPoint,

@@ -20,12 +20,12 @@ from typing import Any
 from qdrant_client import QdrantClient, models
 
 from rayweave.cluster.errors import NotFoundError, VectorStoreError
-from rayweave.cluster.qdrant_core import QdrantStoreCore, in_use_error
-from rayweave.cluster.qdrant_dialect import collection_config, payload_indexes
 from rayweave.cluster.settings import QDRANT_MEMORY, QdrantSettings
 from rayweave.cluster.types import SparseVector
-from rayweave.cluster.vector_points import Scalar, check_shape
-from rayweave.cluster.vector_store import DENSE, IMAGE, SPARSE, CollectionSpec
+from rayweave.cluster.vectors.points import Scalar, check_shape
+from rayweave.cluster.vectors.qdrant_core import QdrantStoreCore, in_use_error
+from rayweave.cluster.vectors.qdrant_dialect import collection_config, payload_indexes
+from rayweave.cluster.vectors.store import DENSE, IMAGE, SPARSE, CollectionSpec
 
 MEMORY = QDRANT_MEMORY
 LOCAL_SUFFIX = ".qdrant-local"

@@ -14,16 +14,9 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from rayweave.cluster.errors import InputError, VectorStoreError, reraised_as
-from rayweave.cluster.qdrant_dialect import (
-    QdrantDialect,
-    engine_filter,
-    engine_must,
-    engine_point,
-    engine_request,
-)
 from rayweave.cluster.settings import QdrantSettings
 from rayweave.cluster.types import point_uuid
-from rayweave.cluster.vector_points import (
+from rayweave.cluster.vectors.points import (
     CHUNK_ID,
     PreparedQuery,
     chunk_id_of,
@@ -36,7 +29,14 @@ from rayweave.cluster.vector_points import (
     require_filter,
     scored_point,
 )
-from rayweave.cluster.vector_store import (
+from rayweave.cluster.vectors.qdrant_dialect import (
+    QdrantDialect,
+    engine_filter,
+    engine_must,
+    engine_point,
+    engine_request,
+)
+from rayweave.cluster.vectors.store import (
     CollectionSpec,
     Filter,
     ScoredPoint,

@@ -1,7 +1,7 @@
 """Searching an embedded collection inside each Serve replica, without the store actor's hop.
 
 An embedded engine locks its folder to one process, so every reader calls the store's actor
-(`cluster/vector_service.py`): a Ray call and two pickled hops per search, measured at 5.3 ms
+(`cluster/vectors/service.py`): a Ray call and two pickled hops per search, measured at 5.3 ms
 wall against 1.5 ms for the same query on an engine in the caller's own process. A
 `ReplicaVectorStore` keeps such an engine: a private copy of the collection (same adapter, same
 shape, the points exported through the actor), rebuilt when the actor's version changes.
@@ -34,12 +34,12 @@ from typing import Any, Literal
 
 import ray
 
-from rayweave.cluster import vector_store as vs
 from rayweave.cluster.errors import RayweaveError
-from rayweave.cluster.runtime import process_exists
+from rayweave.cluster.services.runtime import process_exists
 from rayweave.cluster.settings import QdrantSettings, Settings
-from rayweave.cluster.vector_open import open_vector_store
-from rayweave.cluster.vector_service import RemoteVectorStore, vector_store_for
+from rayweave.cluster.vectors import store as vs
+from rayweave.cluster.vectors.factory import open_vector_store
+from rayweave.cluster.vectors.service import RemoteVectorStore, vector_store_for
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from rayweave.cluster.errors import InputError, QueryError, VectorStoreError
 from rayweave.cluster.types import SparseVector, point_uuid
-from rayweave.cluster.vector_store import (
+from rayweave.cluster.vectors.store import (
     DENSE,
     IMAGE,
     CollectionSpec,
