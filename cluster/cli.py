@@ -303,7 +303,7 @@ def status(
     ] = False,
 ) -> None:
     """Show what is running (Ray head, graph server, Serve app) and how to submit jobs."""
-    from rayweave.cluster.services.status import collect_status
+    from rayweave.cluster.stack_status import collect_status
 
     settings = _run(lambda: _settings(config))
     report = _run(lambda: collect_status(settings))
@@ -317,7 +317,7 @@ def status(
 @app.command()
 def stop(config: ConfigOpt = None) -> None:
     """Stop everything rayweave started: the Serve app, the Ray head and the graph server."""
-    from rayweave.cluster.services.status import stop_all
+    from rayweave.cluster.stack_status import stop_all
 
     settings = _run(lambda: _settings(config))
     for line in _run(lambda: stop_all(settings)):

@@ -173,3 +173,32 @@ def test_nothing_imports_the_cli() -> None:
         if target in CLI_MODULES or target.startswith(tuple(f"{m}." for m in CLI_MODULES))
     )
     assert importers == []
+
+
+# Each group may import only groups of a lower rank (same rank: neither imports the other).
+LAYERS: tuple[tuple[str, int], ...] = (
+    ("rayweave.cluster.cli", 8),
+    ("rayweave.cluster.stack_status", 7),
+    ("rayweave.bench", 6),
+    ("rayweave.serve", 5),
+    ("rayweave.ingest", 5),
+    ("rayweave.graph", 4),
+    ("rayweave.models", 3),
+    ("rayweave.cluster.vectors", 2),
+    ("rayweave.cluster.services", 1),
+    ("rayweave.cluster", 0),
+)
+
+
+def _layer(module: str) -> tuple[str, int]:
+    return next((p, r) for p, r in LAYERS if module == p or module.startswith(f"{p}."))
+
+
+def test_packages_import_only_downward() -> None:
+    upward = sorted(
+        f"{name} -> {target}"
+        for name, targets in _import_graph(_modules()).items()
+        for target in targets
+        if _layer(name)[0] != _layer(target)[0] and _layer(target)[1] >= _layer(name)[1]
+    )
+    assert upward == []
