@@ -50,6 +50,12 @@ ConfigOpt = Annotated[
 CollectionOpt = Annotated[
     str | None, typer.Option("--collection", help="Namespace (vector collection + graph scope).")
 ]
+DataOpt = Annotated[Path, typer.Option(help="Folder of BEIR data sets.")]
+DEFAULT_DATA = Path("../shared/data")
+LimitOpt = Annotated[int | None, typer.Option(help="Use at most this many documents per set.")]
+JsonOutOpt = Annotated[
+    Path | None, typer.Option("--json", help="Also write the rows as JSON here.")
+]
 
 T = TypeVar("T")
 
@@ -327,10 +333,8 @@ def stop(config: ConfigOpt = None) -> None:
 @bench_app.command("models")
 def bench_models(
     config: ConfigOpt = None,
-    data: Annotated[Path, typer.Option(help="Folder of BEIR data sets.")] = Path("../shared/data"),
-    limit: Annotated[
-        int | None, typer.Option(help="Use at most this many documents per set.")
-    ] = None,
+    data: DataOpt = DEFAULT_DATA,
+    limit: LimitOpt = None,
 ) -> None:
     """Encoder throughput and nDCG per model and precision, against plain sentence-transformers."""
     from rayweave.bench.models import run_models_bench
@@ -342,16 +346,12 @@ def bench_models(
 @bench_app.command("ingest")
 def bench_ingest(
     config: ConfigOpt = None,
-    data: Annotated[Path, typer.Option(help="Folder of BEIR data sets.")] = Path("../shared/data"),
-    limit: Annotated[
-        int | None, typer.Option(help="Use at most this many documents per set.")
-    ] = None,
+    data: DataOpt = DEFAULT_DATA,
+    limit: LimitOpt = None,
     dataset: Annotated[
         list[str] | None, typer.Option(help="Data set(s) under --data (default: hotpotqa-dev).")
     ] = None,
-    as_json: Annotated[
-        Path | None, typer.Option("--json", help="Also write the rows as JSON here.")
-    ] = None,
+    as_json: JsonOutOpt = None,
 ) -> None:
     """Pipeline documents/s, chunks/s and peak memory against bare SentenceTransformer.encode."""
     from rayweave.bench.ingest import run_ingest_bench
@@ -374,7 +374,7 @@ def bench_ingest(
 def bench_serve(
     config: ConfigOpt = None,
     collection: CollectionOpt = None,
-    data: Annotated[Path, typer.Option(help="Folder of BEIR data sets.")] = Path("../shared/data"),
+    data: DataOpt = DEFAULT_DATA,
     queries: Annotated[
         str | None,
         typer.Option(
@@ -401,9 +401,7 @@ def bench_serve(
             "over the same chunks, and show QPS and p50 as ratios to it.",
         ),
     ] = False,
-    as_json: Annotated[
-        Path | None, typer.Option("--json", help="Also write the rows as JSON here.")
-    ] = None,
+    as_json: JsonOutOpt = None,
 ) -> None:
     """HTTP load on 127.0.0.1: p50/p95/p99 latency, QPS and CPU-ms per request per stage at 1, 8
     and 32 clients per profile."""
@@ -430,7 +428,7 @@ def bench_serve(
 @bench_app.command("graph")
 def bench_graph(
     config: ConfigOpt = None,
-    data: Annotated[Path, typer.Option(help="Folder of BEIR data sets.")] = Path("../shared/data"),
+    data: DataOpt = DEFAULT_DATA,
     corpora: Annotated[
         list[str] | None,
         typer.Option("--corpus", help="Data set folder(s) under --data (default: all three)."),

@@ -13,9 +13,11 @@
     ├── StoreError                a vector or graph store failed (HTTP 503)
     │   ├── VectorStoreError
     │   └── GraphStoreError
-    ├── ServiceError              an embedded service (Ray head, graph server) failed to start/stop
-    ├── IngestError               a whole ingest run failed (per-document failures are reported)
-    └── DeadlineExceeded          a retriever missed the request deadline (recorded as `degraded`)
+    └── ServiceError              an embedded service (Ray head, graph server) failed to start/stop
+
+Not errors: a document that fails during ingest is reported in the run's summary while the rest
+go on, and a retriever that misses the request deadline is left out of the answer, which says
+`degraded`.
 
 HTTP status codes for these live in one place: `rayweave.serve.errors`.
 """
@@ -97,14 +99,6 @@ class GraphStoreError(StoreError):
 
 class ServiceError(RayweaveError):
     """An embedded service could not be started, reached or stopped."""
-
-
-class IngestError(RayweaveError):
-    """An ingest run as a whole failed (per-document failures are reported instead)."""
-
-
-class DeadlineExceeded(RayweaveError):
-    """A component missed the request deadline."""
 
 
 @contextmanager

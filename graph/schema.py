@@ -162,7 +162,7 @@ def label_for_level(level: Level | str) -> NodeLabel:
 
 def check_namespace(ns: str) -> str:
     """A namespace is 1-64 letters, digits, `_`, `.` or `-` (it prefixes every key)."""
-    if not isinstance(ns, str) or not _NAMESPACE.match(ns):
+    if not isinstance(ns, str) or not _NAMESPACE.fullmatch(ns):
         raise ConfigError(
             f"graph namespace {ns!r} is invalid: use 1-64 letters, digits, '_', '.' or '-', "
             "starting with a letter or digit"

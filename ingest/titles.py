@@ -21,7 +21,8 @@ _TAG = re.compile(r"<[^>]+>")
 _PY_DOCSTRING = re.compile(
     r"\A(?:\s*#[^\n]*\n|\s*\n)*\s*[rRuU]?(\"\"\"|''')\s*(.*?)\s*\1", re.DOTALL
 )
-_LEADING_COMMENT = re.compile(r"\A\s*(?://[/!]?|#!?|--)\s*([^\n]+)")
+# `#` but not `#!`: a shebang names an interpreter, not the file.
+_LEADING_COMMENT = re.compile(r"\A\s*(?://[/!]?|#(?!!)|--)\s*([^\n]+)")
 _MD_INLINE = re.compile(r"[*_`]+|\[([^\]]*)\]\([^)]*\)")
 
 
@@ -87,7 +88,7 @@ def code_title(text: str, language: str | None) -> str:
             return _clean(m.group(2).strip().split("\n", 1)[0])
         return ""
     m = _LEADING_COMMENT.match(text)
-    if m and not m.group(1).lower().startswith(("spdx", "copyright", "!/", "-*-")):
+    if m and not m.group(1).lower().startswith(("spdx", "copyright", "-*-")):
         return _clean(m.group(1))
     return ""
 

@@ -11,7 +11,6 @@ from fastapi.responses import JSONResponse
 from rayweave.cluster.errors import (
     AuthError,
     ConfigError,
-    DeadlineExceeded,
     InputError,
     NotFoundError,
     RateLimitError,
@@ -29,7 +28,6 @@ STATUS: tuple[tuple[type[RayweaveError], int], ...] = (
     (InputError, 400),
     (StoreError, 503),
     (ServiceError, 503),
-    (DeadlineExceeded, 504),
     (ConfigError, 500),
     (RayweaveError, 500),
 )

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import socket
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from rayweave.cluster.settings import Settings
+from rayweave.cluster.types import Chunk, Level
+from rayweave.graph.schema import EdgeRow, EdgeSource, EntityRow, NodeRef, RelType
 from rayweave.graph.store import GraphStore
 
 REPO = Path(__file__).resolve().parents[1]
@@ -147,3 +151,80 @@ def graph_snapshot(store: GraphStore) -> tuple[list[tuple[Any, ...]], list[tuple
         )
     )
     return entities, edges
+
+
+def linked_chunks(
+    doc_id: str,
+    level: Level,
+    texts: Mapping[str, str],
+    *,
+    parent_id: str | None = None,
+    **fields: Any,
+) -> list[Chunk]:
+    """Sibling chunks (`id -> text`, in reading order) under `parent_id`, with the positions and
+    prev/next links ingestion gives them: the structure hand-built graphs are walked over."""
+    ids = list(texts)
+    return [
+        Chunk(
+            id=cid,
+            doc_id=doc_id,
+            level=level,
+            text=texts[cid],
+            position=i,
+            parent_id=parent_id,
+            prev_id=ids[i - 1] if i else None,
+            next_id=ids[i + 1] if i + 1 < len(ids) else None,
+            **fields,
+        )
+        for i, cid in enumerate(ids)
+    ]
+
+
+def summary_chunk(cid: str, text: str, sections: Sequence[Chunk], **fields: Any) -> Chunk:
+    """The document-level chunk over `sections`: their document, their ids as its children."""
+    return Chunk(
+        id=cid,
+        doc_id=sections[0].doc_id,
+        level=Level.DOCUMENT,
+        text=text,
+        children_ids=tuple(c.id for c in sections),
+        **fields,
+    )
+
+
+def entity_row(eid: str, name: str, kind: str = "concept", **fields: Any) -> EntityRow:
+    return EntityRow(id=eid, name=name, kind=kind, **fields)
+
+
+def edge_row(
+    rel: RelType,
+    src: NodeRef,
+    dst: NodeRef,
+    *,
+    conf: float = 0.9,
+    weight: float = 0.9,
+    source: EdgeSource = EdgeSource.EXTRACTOR,
+) -> EdgeRow:
+    """A hand-built edge; by default a confident one from the extractor."""
+    return EdgeRow(rel=rel, src=src, dst=dst, confidence=conf, weight=weight, source=source)
+
+
+def reply_json(handler: BaseHTTPRequestHandler, body: bytes, status: int = 200) -> None:
+    """A fake HTTP endpoint's whole JSON answer."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+@contextmanager
+def http_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[ThreadingHTTPServer]:
+    """`handler` served on a free 127.0.0.1 port from a daemon thread while the block runs."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()

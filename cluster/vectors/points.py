@@ -111,11 +111,14 @@ def parse_filter(filter: Filter | None) -> list[FieldMatch]:
         if not isinstance(key, str) or not key:
             raise QueryError(f"filter keys must be non-empty strings, got {key!r}")
         if isinstance(raw, list | tuple | set | frozenset | np.ndarray):
-            values = tuple(dict.fromkeys(_filter_scalar(key, v) for v in raw))
-            kinds = {type(v) for v in values}
+            scalars = [_filter_scalar(key, v) for v in raw]
+            # Types first: `True == 1`, so removing repeats first would hide a bool among ints.
+            kinds = {type(v) for v in scalars}
+            values = tuple(dict.fromkeys(scalars))
             if len(kinds) > 1:
                 raise QueryError(
-                    f"filter field {key!r}: any-of values must share one type, got {values!r}"
+                    f"filter field {key!r}: any-of values must share one type, "
+                    f"got {tuple(scalars)!r}"
                 )
             matches.append(FieldMatch(key, values, any_of=True))
         else:

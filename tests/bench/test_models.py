@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -102,31 +104,22 @@ class TestScoring:
         assert speed_sample(texts[:5], 10) == texts[:5]
 
     def test_ratios(self) -> None:
+        def row(section: str, variant: str, seconds: float, **kw: Any) -> ModelRow:
+            return ModelRow(
+                section=section,
+                dataset="d",
+                model="m",
+                variant=variant,
+                texts=10,
+                tokens=100,
+                seconds=seconds,
+                **kw,
+            )
+
         rows = [
-            ModelRow(
-                section="s",
-                dataset="d",
-                model="m",
-                variant="a",
-                texts=10,
-                tokens=100,
-                seconds=2.0,
-                ndcg10=0.5,
-                baseline=True,
-            ),
-            ModelRow(
-                section="s",
-                dataset="d",
-                model="m",
-                variant="b",
-                texts=10,
-                tokens=100,
-                seconds=1.0,
-                ndcg10=0.49,
-            ),
-            ModelRow(
-                section="t", dataset="d", model="m", variant="c", texts=10, tokens=100, seconds=1.0
-            ),
+            row("s", "a", 2.0, ndcg10=0.5, baseline=True),
+            row("s", "b", 1.0, ndcg10=0.49),
+            row("t", "c", 1.0),
         ]
         out = add_ratios(rows)
         assert out[0].speedup == pytest.approx(1.0)
@@ -176,20 +169,29 @@ def test_run_models_bench_end_to_end(
         assert "no CUDA GPU" in text
 
 
-def test_bge_m3_throughput_rows_on_cpu(bert_tokenizer_dir: Path, onnx_cache: Path) -> None:
+def small_throughput_rows(
+    tokenizer_dir: Path, settings: Settings, *, device: str, copies: int, say: Callable[[str], None]
+) -> list[ModelRow]:
+    """The gpu block's rows for the tiny BGE-M3 stand-in over `copies` of the test documents."""
     from transformers import AutoTokenizer
 
-    settings = Settings(models={"cache_dir": onnx_cache, "device": "cpu"})
-    lines: list[str] = []
-    rows = bge_m3_throughput_rows(
-        [t for _, t in DOCS.values()] * 3,
-        AutoTokenizer.from_pretrained(bert_tokenizer_dir),
-        device="cpu",
+    return bge_m3_throughput_rows(
+        [t for _, t in DOCS.values()] * copies,
+        AutoTokenizer.from_pretrained(tokenizer_dir),
+        device=device,
         dataset="tiny",
         config=bge_m3_config(small=True),
         settings=settings,
         rounds=1,
-        say=lines.append,
+        say=say,
+    )
+
+
+def test_bge_m3_throughput_rows_on_cpu(bert_tokenizer_dir: Path, onnx_cache: Path) -> None:
+    settings = Settings(models={"cache_dir": onnx_cache, "device": "cpu"})
+    lines: list[str] = []
+    rows = small_throughput_rows(
+        bert_tokenizer_dir, settings, device="cpu", copies=3, say=lines.append
     )
     assert [r.variant for r in rows] == [
         "plain torch fp32",
@@ -240,18 +242,9 @@ def test_vector_quantization_rows() -> None:
 @pytest.mark.gpu
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs an NVIDIA GPU")
 def test_bge_m3_throughput_rows_on_cuda(bert_tokenizer_dir: Path, onnx_cache: Path) -> None:
-    from transformers import AutoTokenizer
-
     settings = Settings(models={"cache_dir": onnx_cache})
-    rows = bge_m3_throughput_rows(
-        [t for _, t in DOCS.values()] * 8,
-        AutoTokenizer.from_pretrained(bert_tokenizer_dir),
-        device="cuda",
-        dataset="tiny",
-        config=bge_m3_config(small=True),
-        settings=settings,
-        rounds=1,
-        say=lambda _: None,
+    rows = small_throughput_rows(
+        bert_tokenizer_dir, settings, device="cuda", copies=8, say=lambda _: None
     )
     assert [r.variant for r in rows] == [
         "plain torch fp32",

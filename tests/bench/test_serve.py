@@ -7,9 +7,8 @@ from __future__ import annotations
 import io
 import json
 import math
-import threading
 from collections.abc import Iterator, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import httpx
@@ -17,7 +16,7 @@ import numpy as np
 import psutil
 import pytest
 from rich.console import Console
-from tests_support import SAMPLE_CORPUS, with_collection
+from tests_support import SAMPLE_CORPUS, http_server, reply_json, with_collection
 
 from rayweave.bench import serve_cpu
 from rayweave.bench.anchor import run_anchor
@@ -310,11 +309,7 @@ class _Handler(BaseHTTPRequestHandler):
         payload = json.dumps(
             {"results": [], "degraded": ["graph"] if body["query"] == "odd" else []}
         ).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        reply_json(self, payload, status)
 
     def do_GET(self) -> None:
         self.send_response(200 if self.path == "/healthz" else 404)
@@ -327,12 +322,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def local_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with http_server(_Handler) as server:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
 
 
 class TestDrive:

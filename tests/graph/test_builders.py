@@ -164,21 +164,19 @@ class TestCodeAndErrors:
             )
         ]
         chunks = [
-            Chunk(
-                id="def",
-                doc_id="mod",
-                level=Level.SECTION,
+            sec(
+                "def",
+                "mod",
+                "def run(app): ...",
                 content_type=ContentType.CODE,
-                text="def run(app): ...",
                 defined_symbols=("ray.serve.run",),
                 dependencies=("ray.serve.handle",),
             ),
-            Chunk(
-                id="use",
-                doc_id="ex",
-                level=Level.SECTION,
+            sec(
+                "use",
+                "ex",
+                "from ray.serve import run\nrun(app)",
                 content_type=ContentType.CODE,
-                text="from ray.serve import run\nrun(app)",
                 references=("ray.serve.run", "guide.md", "def"),
             ),
         ]

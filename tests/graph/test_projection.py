@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tests_support import edge_row, entity_row, linked_chunks, summary_chunk
 
 from rayweave.cluster.types import Chunk, Level
 from rayweave.graph.projection import (
@@ -14,15 +15,7 @@ from rayweave.graph.projection import (
     entity_rows_for,
     load_projection,
 )
-from rayweave.graph.schema import (
-    EdgeRow,
-    EdgeSource,
-    EntityRow,
-    GraphBatch,
-    NodeLabel,
-    NodeRef,
-    RelType,
-)
+from rayweave.graph.schema import EdgeSource, GraphBatch, NodeLabel, NodeRef, RelType
 from rayweave.graph.store import GraphStore
 
 
@@ -84,32 +77,12 @@ class TestBuilder:
 
 
 def _chunks() -> list[Chunk]:
+    sections = linked_chunks(
+        "guide", Level.SECTION, {"s0": "Install.", "s1": "Run it."}, parent_id="sum"
+    )
     return [
-        Chunk(
-            id="sum",
-            doc_id="guide",
-            level=Level.DOCUMENT,
-            text="Guide",
-            title="Guide",
-            children_ids=("s0", "s1"),
-        ),
-        Chunk(
-            id="s0",
-            doc_id="guide",
-            level=Level.SECTION,
-            text="Install.",
-            parent_id="sum",
-            next_id="s1",
-        ),
-        Chunk(
-            id="s1",
-            doc_id="guide",
-            level=Level.SECTION,
-            text="Run it.",
-            parent_id="sum",
-            prev_id="s0",
-            position=1,
-        ),
+        summary_chunk("sum", "Guide", sections, title="Guide"),
+        *sections,
         Chunk(id="t0", doc_id="titled", level=Level.SECTION, text="About replicas.", position=0),
         Chunk(id="t1", doc_id="titled", level=Level.SECTION, text="More.", position=1),
     ]
@@ -119,21 +92,20 @@ def _write(store: GraphStore) -> None:
     store.write_chunks(_chunks())
     store.write_batch(
         GraphBatch(
-            entities=(EntityRow(id="replica", name="replica", aliases=("replicas",)),),
+            entities=(entity_row("replica", "replica", aliases=("replicas",)),),
             edges=(
-                EdgeRow(
-                    rel=RelType.MENTIONS,
-                    src=NodeRef(NodeLabel.SECTION, "s1"),
-                    dst=NodeRef(NodeLabel.ENTITY, "replica"),
+                edge_row(
+                    RelType.MENTIONS,
+                    NodeRef(NodeLabel.SECTION, "s1"),
+                    NodeRef(NodeLabel.ENTITY, "replica"),
+                    conf=0.8,
                     weight=0.5,
-                    confidence=0.8,
-                    source=EdgeSource.EXTRACTOR,
                 ),
-                EdgeRow(
-                    rel=RelType.EXPLAINS,
-                    src=NodeRef(NodeLabel.DOCUMENT, "titled"),
-                    dst=NodeRef(NodeLabel.ENTITY, "replica"),
-                    confidence=0.9,
+                edge_row(
+                    RelType.EXPLAINS,
+                    NodeRef(NodeLabel.DOCUMENT, "titled"),
+                    NodeRef(NodeLabel.ENTITY, "replica"),
+                    weight=1.0,
                     source=EdgeSource.TITLE,
                 ),
             ),

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tests_support import entity_row
 
 from rayweave.graph.indexing import rebuild_synonyms
-from rayweave.graph.schema import EntityRow, GraphBatch, RelType
+from rayweave.graph.schema import GraphBatch, RelType
 from rayweave.graph.store import GraphStore
 from rayweave.graph.synonyms import numbers, synonym_edges, synonym_pairs
 
@@ -58,9 +59,9 @@ def test_rebuild_replaces_the_synonym_edges(graph_store: GraphStore) -> None:
     graph_store.write_batch(
         GraphBatch(
             entities=(
-                EntityRow(id="us", name="U.S."),
-                EntityRow(id="united", name="United States"),
-                EntityRow(id="paris", name="Paris"),
+                entity_row("us", "U.S."),
+                entity_row("united", "United States"),
+                entity_row("paris", "Paris"),
             )
         )
     )

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Iterator
 
 import pytest
+from tests_support import edge_row, entity_row, linked_chunks, summary_chunk
 
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, ContentType, Hit, Level, QueryType
 from rayweave.graph.builders import build_graph
 from rayweave.graph.profiles import TraversalProfile
 from rayweave.graph.queries import Seed
-from rayweave.graph.schema import (
-    EdgeRow,
-    EdgeSource,
-    EntityRow,
-    GraphBatch,
-    NodeLabel,
-    NodeRef,
-    RelType,
-)
+from rayweave.graph.schema import EdgeRow, EdgeSource, GraphBatch, NodeLabel, NodeRef, RelType
 from rayweave.graph.store import GraphStore
 from rayweave.graph.traversal import GraphTraversal
 
@@ -33,52 +27,26 @@ def section(cid: str, doc: str, text: str, pos: int, **kw: object) -> Chunk:
 
 def serve_doc() -> list[Chunk]:
     """Doc `serve`: summary, three sections in sequence, two propositions under s1."""
-    s = ["serve-s0", "serve-s1", "serve-s2"]
-    out = [
-        Chunk(
-            id="serve-sum",
-            doc_id="serve",
-            level=Level.DOCUMENT,
-            text="Ray Serve guide",
-            title="Ray Serve",
-            children_ids=tuple(s),
-        )
-    ]
-    texts = ["Install with pip.", "Deployments hold replicas.", "The autoscaler adds replicas."]
-    for i, cid in enumerate(s):
-        out.append(
-            section(
-                cid,
-                "serve",
-                texts[i],
-                i,
-                parent_id="serve-sum",
-                prev_id=s[i - 1] if i else None,
-                next_id=s[i + 1] if i < 2 else None,
-                children_ids=("serve-p0", "serve-p1") if i == 1 else (),
-                title="Ray Serve",
-            )
-        )
-    out += [
-        Chunk(
-            id="serve-p0",
-            doc_id="serve",
-            level=Level.PROPOSITION,
-            text="A replica is a worker.",
-            parent_id="serve-s1",
-            next_id="serve-p1",
-        ),
-        Chunk(
-            id="serve-p1",
-            doc_id="serve",
-            level=Level.PROPOSITION,
-            text="Replicas serve requests.",
-            parent_id="serve-s1",
-            prev_id="serve-p0",
-            position=1,
-        ),
-    ]
-    return out
+    propositions = linked_chunks(
+        "serve",
+        Level.PROPOSITION,
+        {"serve-p0": "A replica is a worker.", "serve-p1": "Replicas serve requests."},
+        parent_id="serve-s1",
+    )
+    sections = linked_chunks(
+        "serve",
+        Level.SECTION,
+        {
+            "serve-s0": "Install with pip.",
+            "serve-s1": "Deployments hold replicas.",
+            "serve-s2": "The autoscaler adds replicas.",
+        },
+        parent_id="serve-sum",
+        title="Ray Serve",
+    )
+    sections[1] = dataclasses.replace(sections[1], children_ids=tuple(p.id for p in propositions))
+    summary = summary_chunk("serve-sum", "Ray Serve guide", sections, title="Ray Serve")
+    return [summary, *sections, *propositions]
 
 
 def other_docs() -> list[Chunk]:
@@ -91,16 +59,6 @@ def other_docs() -> list[Chunk]:
     ]
 
 
-def ent(eid: str, name: str, kind: str = "concept") -> EntityRow:
-    return EntityRow(id=eid, name=name, kind=kind)
-
-
-def e(rel: RelType, src: NodeRef, dst: NodeRef, conf: float = 0.9, weight: float = 0.9) -> EdgeRow:
-    return EdgeRow(
-        rel=rel, src=src, dst=dst, confidence=conf, weight=weight, source=EdgeSource.EXTRACTOR
-    )
-
-
 @pytest.fixture(scope="module")
 def store(graph_target: GraphStore) -> Iterator[GraphStore]:
     st = graph_target.for_namespace(f"trav{uuid.uuid4().hex[:10]}")
@@ -108,27 +66,31 @@ def store(graph_target: GraphStore) -> Iterator[GraphStore]:
     st.write_batch(
         GraphBatch(
             entities=(
-                ent("replica", "replica"),
-                ent("autoscaler", "autoscaler"),
-                ent("run", "ray.serve.run", "symbol"),
-                ent("mnfe", "ModuleNotFoundError", "error"),
-                ent("rayserve", "Ray Serve", "title"),
+                entity_row("replica", "replica"),
+                entity_row("autoscaler", "autoscaler"),
+                entity_row("run", "ray.serve.run", "symbol"),
+                entity_row("mnfe", "ModuleNotFoundError", "error"),
+                entity_row("rayserve", "Ray Serve", "title"),
             ),
             edges=(
-                e(RelType.EXPLAINS, NodeRef(P, "serve-p0"), NodeRef(E, "replica"), conf=0.75),
-                e(RelType.MENTIONS, NodeRef(P, "serve-p1"), NodeRef(E, "replica")),
-                e(RelType.MENTIONS, NodeRef(S, "serve-s2"), NodeRef(E, "replica")),
-                e(RelType.EXPLAINS, NodeRef(S, "serve-s2"), NodeRef(E, "autoscaler"), conf=0.8),
-                e(
+                edge_row(
+                    RelType.EXPLAINS, NodeRef(P, "serve-p0"), NodeRef(E, "replica"), conf=0.75
+                ),
+                edge_row(RelType.MENTIONS, NodeRef(P, "serve-p1"), NodeRef(E, "replica")),
+                edge_row(RelType.MENTIONS, NodeRef(S, "serve-s2"), NodeRef(E, "replica")),
+                edge_row(
+                    RelType.EXPLAINS, NodeRef(S, "serve-s2"), NodeRef(E, "autoscaler"), conf=0.8
+                ),
+                edge_row(
                     RelType.RELATED_TO,
                     NodeRef(E, "replica"),
                     NodeRef(E, "autoscaler"),
                     conf=0.6,
                     weight=0.6,
                 ),
-                e(RelType.EXPLAINS, NodeRef(D, "serve"), NodeRef(E, "rayserve"), conf=0.95),
-                e(RelType.DEFINES, NodeRef(S, "code-def"), NodeRef(E, "run"), conf=0.95),
-                e(RelType.USES, NodeRef(S, "ex-use"), NodeRef(E, "run"), conf=0.7),
+                edge_row(RelType.EXPLAINS, NodeRef(D, "serve"), NodeRef(E, "rayserve"), conf=0.95),
+                edge_row(RelType.DEFINES, NodeRef(S, "code-def"), NodeRef(E, "run"), conf=0.95),
+                edge_row(RelType.USES, NodeRef(S, "ex-use"), NodeRef(E, "run"), conf=0.7),
                 EdgeRow(
                     rel=RelType.REFERENCES,
                     src=NodeRef(S, "ex-use"),
@@ -136,8 +98,8 @@ def store(graph_target: GraphStore) -> Iterator[GraphStore]:
                     confidence=0.9,
                     source=EdgeSource.LINK,
                 ),
-                e(RelType.SOLVES, NodeRef(S, "err-fix"), NodeRef(E, "mnfe"), conf=0.8),
-                e(RelType.MENTIONS, NodeRef(S, "err-log"), NodeRef(E, "mnfe"), conf=0.7),
+                edge_row(RelType.SOLVES, NodeRef(S, "err-fix"), NodeRef(E, "mnfe"), conf=0.8),
+                edge_row(RelType.MENTIONS, NodeRef(S, "err-log"), NodeRef(E, "mnfe"), conf=0.7),
             ),
         )
     )
@@ -291,32 +253,24 @@ class TestProfiles:
         assert "serve-p0" not in ids(hits)
 
 
-HOTPOT = [
-    # question: "Which magazine did Arthur's Magazine merge into, and where was it published?"
-    section(
-        "a0",
-        "A",
+# question: "Which magazine did Arthur's Magazine merge into, and where was it published?"
+HOTPOT_DOCS = {  # document id: (title, its one section's text)
+    "A": (
+        "Arthur's Magazine",
         "Arthur's Magazine was an American literary periodical. "
         "In 1846 it was merged into Godey's Lady's Book.",
-        0,
-        title="Arthur's Magazine",
     ),
-    section(
-        "b0",
-        "B",
+    "B": (
+        "Godey's Lady's Book",
         "Godey's Lady's Book was a women's magazine published in Philadelphia.",
-        0,
-        title="Godey's Lady's Book",
     ),
-    section("c0", "C", "Philadelphia is a city in Pennsylvania.", 0, title="Philadelphia"),
-    section(
-        "x0",
-        "X",
-        "First for Women is a magazine published by Bauer Media.",
-        0,
-        title="First for Women",
-    ),
-    section("y0", "Y", "Bauer Media Group is a German publisher.", 0, title="Bauer Media Group"),
+    "C": ("Philadelphia", "Philadelphia is a city in Pennsylvania."),
+    "X": ("First for Women", "First for Women is a magazine published by Bauer Media."),
+    "Y": ("Bauer Media Group", "Bauer Media Group is a German publisher."),
+}
+HOTPOT = [
+    section(f"{doc.lower()}0", doc, text, 0, title=title)
+    for doc, (title, text) in HOTPOT_DOCS.items()
 ]
 
 

@@ -1,9 +1,17 @@
-"""Generated source files with known function spans, one generator per language."""
+"""Generated source files with known function spans, one generator per language; and the
+check the code chunker's tests share (units tile the file exactly)."""
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from rayweave.ingest.code import CodeUnit
+from rayweave.models.tokens import WordPieceEstimate
+
+COUNT = WordPieceEstimate().count_tokens
 
 
 @dataclass(frozen=True)
@@ -194,3 +202,17 @@ def generate(language: str, sizes: Sequence[int]) -> Generated:
         pos += 1
     parts.append(t["tail"])
     return Generated("".join(parts), functions, docs)
+
+
+def check_tiling(code: str, units: list[CodeUnit]) -> None:
+    """Units are exact slices, in order, disjoint, covering every word character.
+
+    (Bare braces closing a container that was split member by member belong to no unit.)
+    """
+    for u in units:
+        assert u.text == code[u.start : u.end]
+        assert u.text == u.text.strip()
+    for a, b in itertools.pairwise(units):
+        assert a.end <= b.start
+    covered = "".join(u.text for u in units)
+    assert re.sub(r"\W", "", covered) == re.sub(r"\W", "", code)

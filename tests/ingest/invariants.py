@@ -92,9 +92,9 @@ def _check_links(cd: ChunkedDocument) -> None:
         kids = [by_id[i] for i in sec.children_ids]
         assert all(k.parent_id == sec.id and k.level == Level.PROPOSITION for k in kids)
         assert [k.start_char for k in kids] == sorted(k.start_char for k in kids)
-        for k in kids:
-            assert sec.start_char <= k.start_char
-            assert k.end_char <= sec.end_char
+        for kid in kids:
+            assert sec.start_char <= kid.start_char
+            assert kid.end_char <= sec.end_char
         if len(kids) == 1:
             assert kids[0].text != sec.text, "a proposition repeating its section is not emitted"
     assert sum(len(s.children_ids) for s in sections) == len(props)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import itertools
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,46 +14,45 @@ def texts(t: str) -> list[str]:
     return [t[a:b] for a, b in split_sentences(t)]
 
 
-class TestSplitSentences:
-    def test_plain_sentences(self) -> None:
-        assert texts("One two. Three four! Five six? Seven.") == [
-            "One two.",
-            "Three four!",
-            "Five six?",
-            "Seven.",
-        ]
-
-    def test_abbreviations_initials_decimals(self) -> None:
-        t = (
-            "Use a queue, e.g. Redis. Dr. Smith wrote v1.2 of J. R. R. Tolkien's tool. "
-            "It costs 3.50 dollars."
-        )
-        assert texts(t) == [
+SPLITS = {
+    "plain": (
+        "One two. Three four! Five six? Seven.",
+        ["One two.", "Three four!", "Five six?", "Seven."],
+    ),
+    "abbreviations_initials_decimals": (
+        "Use a queue, e.g. Redis. Dr. Smith wrote v1.2 of J. R. R. Tolkien's tool. "
+        "It costs 3.50 dollars.",
+        [
             "Use a queue, e.g. Redis.",
             "Dr. Smith wrote v1.2 of J. R. R. Tolkien's tool.",
             "It costs 3.50 dollars.",
-        ]
-
-    def test_code_spans_urls_and_paths_do_not_split(self) -> None:
-        t = (
-            "Call `os.path.join(a. B)` first. See https://example.com/a.b. "
-            "Then edit config.yaml. Done."
-        )
-        assert texts(t) == [
+        ],
+    ),
+    "code_spans_urls_and_paths_do_not_split": (
+        "Call `os.path.join(a. B)` first. See https://example.com/a.b. "
+        "Then edit config.yaml. Done.",
+        [
             "Call `os.path.join(a. B)` first.",
             "See https://example.com/a.b.",
             "Then edit config.yaml.",
             "Done.",
-        ]
+        ],
+    ),
+    "list_markers_and_blank_lines": (
+        "Steps:\n1. Install it.\n2. Run it.\n\nNew paragraph here",
+        ["Steps:", "1. Install it.", "2. Run it.", "New paragraph here"],
+    ),
+    "lowercase_continuation_is_not_a_boundary": (
+        "Set the flag, i.e. the value. then go.",
+        ["Set the flag, i.e. the value. then go."],
+    ),
+}
 
-    def test_list_markers_and_blank_lines(self) -> None:
-        t = "Steps:\n1. Install it.\n2. Run it.\n\nNew paragraph here"
-        assert texts(t) == ["Steps:", "1. Install it.", "2. Run it.", "New paragraph here"]
 
-    def test_lowercase_continuation_is_not_a_boundary(self) -> None:
-        assert texts("Set the flag, i.e. the value. then go.") == [
-            "Set the flag, i.e. the value. then go."
-        ]
+class TestSplitSentences:
+    @pytest.mark.parametrize(("t", "expected"), list(SPLITS.values()), ids=list(SPLITS))
+    def test_sentences(self, t: str, expected: list[str]) -> None:
+        assert texts(t) == expected
 
     def test_range_offsets_are_absolute(self) -> None:
         t = "XXXX First one. Second one. YYYY"

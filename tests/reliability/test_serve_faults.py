@@ -13,13 +13,14 @@ empty answer is a failure to the user even if it is well-formed).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 import yaml
-from tests_support import SAMPLE_CORPUS
+from tests_support import SAMPLE_CORPUS, http_server, reply_json
 
 from rayweave.cluster.settings import Settings
 
@@ -43,15 +44,8 @@ class HangingSearch(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.hang.is_set():
             self.released.wait(timeout=120)
-        body = b'{"results": []}'
-        try:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-        except OSError:
-            pass  # the retriever gave up and closed the connection
+        with contextlib.suppress(OSError):  # the retriever gave up and closed the connection
+            reply_json(self, b'{"results": []}')
 
     def log_message(self, *args: object) -> None:
         pass
@@ -59,13 +53,9 @@ class HangingSearch(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def web_endpoint() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), HangingSearch)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/search"
-    HangingSearch.released.set()
-    server.shutdown()
+    with http_server(HangingSearch) as server:
+        yield f"http://127.0.0.1:{server.server_port}/search"
+        HangingSearch.released.set()
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from tests_support import http_server, reply_json
 
 from rayweave.cluster.errors import ConfigError, ServiceError
 from rayweave.cluster.settings import RetrievalSettings
@@ -31,15 +32,8 @@ class _Searx(BaseHTTPRequestHandler):
         if not self.path.startswith("/search?"):
             self.send_error(404)
             return
-        body = json.dumps(RESULTS).encode()
-        try:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-        except BrokenPipeError:  # the client gave up (the timeout test)
-            pass
+        with contextlib.suppress(BrokenPipeError):  # the client gave up (the timeout test)
+            reply_json(self, json.dumps(RESULTS).encode())
 
     def log_message(self, *args: object) -> None:
         pass
@@ -47,12 +41,8 @@ class _Searx(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def searx() -> Iterator[ThreadingHTTPServer]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Searx)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with http_server(_Searx) as server:
+        yield server
 
 
 def query() -> RetrievalQuery:

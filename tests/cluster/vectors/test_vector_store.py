@@ -61,6 +61,14 @@ def filled(
     store.close()
 
 
+@pytest.fixture
+def store(backend: str, store_factory: Callable[..., VectorStore]) -> VectorStore:
+    """The parametrized backend's store, with the empty `contract` collection created."""
+    opened = store_factory(backend)
+    opened.ensure_collection(SPEC)
+    return opened
+
+
 def small_points(
     n: int = 30, dim: int = DIM, seed: int = 1, **payload: object
 ) -> list[VectorPoint]:
@@ -117,20 +125,12 @@ class TestCollectionLifecycle:
         with pytest.raises(NotFoundError, match="contract"):
             store.count()
 
-    def test_ensure_collection_is_idempotent(
-        self, backend: str, store_factory: Callable[..., VectorStore]
-    ) -> None:
-        store = store_factory(backend)
-        store.ensure_collection(SPEC)
+    def test_ensure_collection_is_idempotent(self, store: VectorStore) -> None:
         store.upsert(small_points(5))
         store.ensure_collection(SPEC)
         assert store.count() == 5
 
-    def test_other_dim_is_refused_naming_both(
-        self, backend: str, store_factory: Callable[..., VectorStore]
-    ) -> None:
-        store = store_factory(backend)
-        store.ensure_collection(SPEC)
+    def test_other_dim_is_refused_naming_both(self, store: VectorStore) -> None:
         with pytest.raises(VectorStoreError, match=r"'contract'.*32.*48"):
             store.ensure_collection(CollectionSpec(name="contract", dense_dim=48))
 
@@ -140,11 +140,7 @@ class TestCollectionLifecycle:
         with pytest.raises(ValueError, match="other"):
             store_factory(backend).ensure_collection(CollectionSpec(name="other", dense_dim=DIM))
 
-    def test_drop_removes_everything(
-        self, backend: str, store_factory: Callable[..., VectorStore]
-    ) -> None:
-        store = store_factory(backend)
-        store.ensure_collection(SPEC)
+    def test_drop_removes_everything(self, store: VectorStore) -> None:
         store.upsert(small_points(10))
         store.drop()
         with pytest.raises(NotFoundError):
@@ -152,11 +148,7 @@ class TestCollectionLifecycle:
         store.ensure_collection(SPEC)
         assert store.count() == 0
 
-    def test_closed_store_refuses_calls(
-        self, backend: str, store_factory: Callable[..., VectorStore]
-    ) -> None:
-        store = store_factory(backend)
-        store.ensure_collection(SPEC)
+    def test_closed_store_refuses_calls(self, store: VectorStore) -> None:
         store.close()
         with pytest.raises(VectorStoreError, match="closed"):
             store.count()
@@ -180,11 +172,13 @@ class TestCollectionLifecycle:
 @pytest.mark.parametrize("backend", PERSISTENT_BACKENDS)
 class TestPersistence:
     def test_reopen_keeps_points_and_payloads(
-        self, backend: str, store_factory: Callable[..., VectorStore], tmp_path: Path
+        self,
+        backend: str,
+        store_factory: Callable[..., VectorStore],
+        store: VectorStore,
+        tmp_path: Path,
     ) -> None:
         points = small_points(40)
-        store = store_factory(backend)
-        store.ensure_collection(SPEC)
         store.upsert(points)
         store.set_payload({"doc_id": "d1"}, {"visible": True})
         store.optimize()
@@ -198,10 +192,8 @@ class TestPersistence:
         assert hit.payload["n"] == 7
 
     def test_reopen_with_other_dim_is_refused(
-        self, backend: str, store_factory: Callable[..., VectorStore]
+        self, backend: str, store_factory: Callable[..., VectorStore], store: VectorStore
     ) -> None:
-        store = store_factory(backend)
-        store.ensure_collection(SPEC)
         store.upsert(small_points(5))
         store.close()
         reopened = store_factory(backend)
@@ -209,31 +201,22 @@ class TestPersistence:
             reopened.ensure_collection(CollectionSpec(name="contract", dense_dim=64))
         assert reopened.count() == 5  # nothing lost
 
+    @pytest.mark.usefixtures("store")  # the first opener, holding the collection
     def test_second_opener_is_refused(
         self, backend: str, store_factory: Callable[..., VectorStore]
     ) -> None:
-        first = store_factory(backend)
-        first.ensure_collection(SPEC)
         with pytest.raises(VectorStoreError, match="another process"):
             store_factory(backend).count()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 class TestWrites:
-    def test_upsert_is_idempotent(
-        self, backend: str, store_factory: Callable[..., VectorStore]
-    ) -> None:
-        store = store_factory(backend)
-        store.ensure_collection(SPEC)
+    def test_upsert_is_idempotent(self, store: VectorStore) -> None:
         store.upsert(small_points(25))
         store.upsert(small_points(25))
         assert store.count() == 25
 
-    def test_upsert_replaces_by_id(
-        self, backend: str, store_factory: Callable[..., VectorStore]
-    ) -> None:
-        store = store_factory(backend)
-        store.ensure_collection(SPEC)
+    def test_upsert_replaces_by_id(self, store: VectorStore) -> None:
         store.upsert(small_points(5))
         store.upsert(small_points(1, seed=9, doc_id="new"))
         (p0,) = store.retrieve(["p0"])
@@ -253,14 +236,8 @@ class TestWrites:
         ],
     )
     def test_bad_point_rejects_whole_batch(
-        self,
-        backend: str,
-        store_factory: Callable[..., VectorStore],
-        bad: dict[str, object],
-        message: str,
+        self, store: VectorStore, bad: dict[str, object], message: str
     ) -> None:
-        store = store_factory(backend)
-        store.ensure_collection(SPEC)
         points = small_points(6)
         p = points[3]
         fields = {"id": p.id, "payload": p.payload, "dense": p.dense, "sparse": p.sparse, **bad}
@@ -269,11 +246,7 @@ class TestWrites:
             store.upsert(points)
         assert store.count() == 0
 
-    def test_delete_by_filter_returns_count(
-        self, backend: str, store_factory: Callable[..., VectorStore]
-    ) -> None:
-        store = store_factory(backend)
-        store.ensure_collection(SPEC)
+    def test_delete_by_filter_returns_count(self, store: VectorStore) -> None:
         store.upsert(small_points(30))
         assert store.delete({"doc_id": ["d0", "d2"]}) == 20
         assert store.count() == 10
@@ -281,11 +254,7 @@ class TestWrites:
         assert store.delete({"doc_id": "d1", "n": 4}) == 1
         assert store.count() == 9
 
-    def test_mutations_refuse_an_empty_filter(
-        self, backend: str, store_factory: Callable[..., VectorStore]
-    ) -> None:
-        store = store_factory(backend)
-        store.ensure_collection(SPEC)
+    def test_mutations_refuse_an_empty_filter(self, store: VectorStore) -> None:
         store.upsert(small_points(5))
         with pytest.raises(InputError, match="non-empty filter"):
             store.delete({})
@@ -293,13 +262,9 @@ class TestWrites:
             store.set_payload({}, {"visible": True})
         assert store.count() == 5
 
-    def test_bool_filters_match_bools_only(
-        self, backend: str, store_factory: Callable[..., VectorStore]
-    ) -> None:
+    def test_bool_filters_match_bools_only(self, store: VectorStore) -> None:
         """Every filter form on a bool matches bools by value and never integers (qdrant-edge-py
         reads a plain bool as 1/0, and MatchAny takes no bools): one rule for both adapters."""
-        store = store_factory(backend)
-        store.ensure_collection(SPEC)
         store.upsert(small_points(6))
         assert store.set_payload({"n": [0, 2, 4]}, {"visible": True}) == 3
         expected = {
@@ -319,11 +284,7 @@ class TestWrites:
         assert store.delete({"visible": [True, False], "doc_id": ["d0", "d1"]}) == 4
         assert store.count({"visible": [False, True]}) == 2
 
-    def test_set_payload_merges_and_counts(
-        self, backend: str, store_factory: Callable[..., VectorStore]
-    ) -> None:
-        store = store_factory(backend)
-        store.ensure_collection(SPEC)
+    def test_set_payload_merges_and_counts(self, store: VectorStore) -> None:
         points = small_points(30)
         store.upsert(points)
         visible = {"visible": True}
@@ -339,11 +300,7 @@ class TestWrites:
         with pytest.raises(InputError, match="chunk_id"):
             store.set_payload({"doc_id": "d1"}, {"chunk_id": "x"})
 
-    def test_concurrent_readers_and_writers(
-        self, backend: str, store_factory: Callable[..., VectorStore]
-    ) -> None:
-        store = store_factory(backend)
-        store.ensure_collection(SPEC)
+    def test_concurrent_readers_and_writers(self, store: VectorStore) -> None:
         base = small_points(20)
         store.upsert(base)
         errors: list[BaseException] = []

@@ -1,7 +1,7 @@
+"""`split_code`: units on syntax boundaries, functions kept whole, symbols per unit."""
+
 from __future__ import annotations
 
-import itertools
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,34 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rayweave.ingest.code import (
-    CodeUnit,
-    code_embed_text,
-    extract_symbols,
-    identifier_words,
-    split_code,
-    supported_languages,
-)
-from rayweave.ingest.code.languages import ALIASES, SPECS
-from rayweave.models.tokens import TokenizerCounter, WordPieceEstimate
+from rayweave.ingest.code import CodeUnit, extract_symbols, split_code
+from rayweave.models.tokens import TokenizerCounter
 
-from .code_samples import LANGUAGES, generate
-
-COUNT = WordPieceEstimate().count_tokens
-
-
-def check_tiling(code: str, units: list[CodeUnit]) -> None:
-    """Units are exact slices, in order, disjoint, covering every word character.
-
-    (Bare braces closing a container that was split member by member belong to no unit.)
-    """
-    for u in units:
-        assert u.text == code[u.start : u.end]
-        assert u.text == u.text.strip()
-    for a, b in itertools.pairwise(units):
-        assert a.end <= b.start
-    covered = "".join(u.text for u in units)
-    assert re.sub(r"\W", "", covered) == re.sub(r"\W", "", code)
+from ..code_samples import COUNT, LANGUAGES, check_tiling, generate
 
 
 def check_functions_whole(
@@ -154,14 +130,6 @@ class TestSplitCode:
         units = split_code(code, "python", count_tokens=COUNT, max_tokens=12)
         check_tiling(code, units)
         assert any(u.name == "naïve" for u in units)
-
-    def test_supported_languages_report(self) -> None:
-        support = supported_languages()
-        for lang in ("python", "javascript", "typescript", "rust", "go", "java", "solidity"):
-            assert support[lang] == "tree-sitter"
-        for lang in ("c", "cpp", "csharp", "kotlin", "swift", "scala", "php"):
-            assert support[lang] == "tree-sitter"
-        assert support["move"] == "braces"
 
 
 CODE_FILES = Path(__file__).parent / "code_files"
@@ -289,140 +257,7 @@ class TestRealFiles:
         assert store.docstring == "Create an account and send the welcome mail."
 
 
-class TestSymbols:
-    def test_python(self) -> None:
-        code = (
-            "import os\nfrom ferry.errors import LeaseExpired as LE\n\n"
-            "class Worker(Base):\n    def run(self, task: Task) -> None:\n"
-            "        self.broker.ack(task.id)\n        raise LE(os.getpid())\n\n"
-            "def main():\n    Worker().run(None)\n"
-        )
-        sym = extract_symbols(code, "python")
-        assert [(d.qualified_name, d.kind) for d in sym.definitions] == [
-            ("Worker", "class"),
-            ("Worker.run", "method"),
-            ("main", "function"),
-        ]
-        assert sym.imports == ("os", "ferry.errors")
-        assert "broker.ack" in sym.calls
-        assert "LE" in sym.calls
-        assert "os.getpid" in sym.calls
-        assert {"ack", "LE", "getpid", "os"} <= set(sym.references)
-
-    @pytest.mark.parametrize(
-        ("language", "code", "defs", "imports", "call"),
-        [
-            (
-                "javascript",
-                'import x from "lib";\nclass A { m() { x.go(); } }\nconst f = () => 1;\n',
-                ["A", "A.m", "f"],
-                ["lib"],
-                "x.go",
-            ),
-            (
-                "typescript",
-                'import { Y } from "./y";\ninterface I { n(): void }\n'
-                "function g(a: Y): number { return h(a); }\n",
-                ["I", "g"],
-                ["./y"],
-                "h",
-            ),
-            (
-                "rust",
-                "use std::io::Read;\nstruct S;\nimpl S { fn new() -> S { make() } }\n",
-                ["S", "S", "S.new"],
-                ["std::io::Read"],
-                "make",
-            ),
-            (
-                "go",
-                'package p\nimport "fmt"\ntype T struct{}\nfunc (t *T) Run() { fmt.Println(1) }\n',
-                ["T", "T.Run"],
-                ["fmt"],
-                "fmt.Println",
-            ),
-            (
-                "java",
-                "import java.util.List;\nclass C { void m() { helper(); } }\n",
-                ["C", "C.m"],
-                ["java.util.List"],
-                "helper",
-            ),
-            (
-                "solidity",
-                'import "./A.sol";\ncontract K { function f() public { g(); } }\n',
-                ["K", "K.f"],
-                ["./A.sol"],
-                "g",
-            ),
-            (
-                "c",
-                "#include <stdio.h>\nstruct pt { int x; };\n"
-                'int main(void) { return puts("hi"); }\n',
-                ["pt", "main"],
-                ["stdio.h"],
-                "puts",
-            ),
-            (
-                "cpp",
-                "#include <vector>\nnamespace n { class A { void m() { go(); } }; }\n",
-                ["n", "n.A", "n.A.m"],
-                ["vector"],
-                "go",
-            ),
-            (
-                "csharp",
-                'using System.IO;\nnamespace N { class C { void M() { File.Copy("x"); } } }\n',
-                ["N", "N.C", "N.C.M"],
-                ["System.IO"],
-                "File.Copy",
-            ),
-            (
-                "kotlin",
-                "import a.b.C\nclass K {\n    fun m() = C.make()\n}\n",
-                ["K", "K.m"],
-                ["a.b.C"],
-                "C.make",
-            ),
-            (
-                "swift",
-                "import Foundation\nstruct S {\n    func m() { run() }\n}\n",
-                ["S", "S.m"],
-                ["Foundation"],
-                "run",
-            ),
-            (
-                "scala",
-                "import a.b.C\nobject O {\n  def m(): Unit = C.make()\n}\n",
-                ["O", "O.m"],
-                ["a.b.C"],
-                "C.make",
-            ),
-            (
-                "php",
-                "<?php\nuse A\\B;\nclass P { function m() { B::make(); } }\n",
-                ["P", "P.m"],
-                ["A\\B"],
-                "B.make",
-            ),
-            (
-                "move",
-                "module 0x1::coin {\n    use std::signer;\n"
-                "    public fun mint(s: &signer) { transfer(s); }\n}\n",
-                ["0x1::coin", "0x1::coin.mint"],
-                ["std::signer"],
-                "transfer",
-            ),
-        ],
-    )
-    def test_languages(
-        self, language: str, code: str, defs: list[str], imports: list[str], call: str
-    ) -> None:
-        sym = extract_symbols(code, language)
-        assert [d.qualified_name for d in sym.definitions] == defs
-        assert list(sym.imports) == imports
-        assert call in sym.calls
-
+class TestUnitSymbols:
     def test_unit_dependencies_are_the_imports_it_uses(self) -> None:
         code = "import json\nimport os\n\ndef load(p):\n    return json.loads(open(p).read())\n"
         units = split_code(code, "python", count_tokens=COUNT, max_tokens=40, min_tokens=0)
@@ -431,39 +266,3 @@ class TestSymbols:
         assert load.dependencies == ("json",)
         parts = split_code(code, "python", count_tokens=COUNT, max_tokens=10, min_tokens=0)
         assert ("json",) in [u.dependencies for u in parts if u.name == "load"]
-
-
-class TestEmbedText:
-    def test_identifier_words(self) -> None:
-        assert (
-            identifier_words("writeBoolean write_boolean HTTPServer2")
-            == "write Boolean write boolean HTTP Server2"
-        )
-        assert identifier_words("x = y + 1") == "x = y + 1"
-
-    def test_code_embed_text_reads_as_words(self) -> None:
-        code = (
-            'def writeBoolean(self, n):\n    """Writes a Boolean to the stream."""\n'
-            "    self.stream.write(n)\n"
-        )
-        unit = split_code(code, "python", count_tokens=COUNT, max_tokens=200)[0]
-        text = code_embed_text(unit)
-        assert text.startswith("python function write Boolean\nWrites a Boolean to the stream.")
-        assert "def write Boolean(self, n)" in text
-        assert unit.text == code.strip()  # stored text stays raw
-
-
-class TestLanguageTable:
-    def test_a_node_type_has_one_role(self) -> None:
-        for spec in SPECS.values():
-            roles = [set(spec.containers), set(spec.functions), set(spec.definitions)]
-            assert not any(a & b for a, b in itertools.combinations(roles, 2)), spec.name
-
-    def test_aliases_name_known_languages(self) -> None:
-        assert set(ALIASES.values()) <= set(SPECS)
-
-    def test_kind_of_a_node_type(self) -> None:
-        go = SPECS["go"]
-        assert go.kind("method_declaration", "function") == "method"
-        assert go.kind("type_declaration", "definition") == "type"
-        assert go.kind("not_a_definition", "definition") == "definition"

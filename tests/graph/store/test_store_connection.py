@@ -1,0 +1,59 @@
+"""The store's connection against a real Bolt server: schema, keys and namespaces."""
+
+from __future__ import annotations
+
+import pytest
+
+from rayweave.cluster.errors import ConfigError, GraphStoreError
+from rayweave.graph.schema import NodeRef, RelType, schema_statements
+from rayweave.graph.store import GraphStore
+
+from .store_samples import D, E, S, edge, write_two_docs
+
+pytestmark = pytest.mark.integration
+
+
+class TestSchema:
+    def test_schema_is_idempotent_and_keys_are_unique(self, graph_store: GraphStore) -> None:
+        for statement in schema_statements():  # a second and third run change nothing
+            graph_store.write(statement)
+        graph_store.write(statement)
+        graph_store.write(
+            "CREATE (e:Entity {key: $k, ns: $ns, id: 'x'})", {"k": graph_store.key("x")}
+        )
+        with pytest.raises(GraphStoreError):
+            graph_store.write(
+                "CREATE (e:Entity {key: $k, ns: $ns, id: 'x'})", {"k": graph_store.key("x")}
+            )
+        assert graph_store.counts().node(E) == 1
+
+    def test_bad_namespace_is_refused(self, graph_store: GraphStore) -> None:
+        with pytest.raises(ConfigError, match="namespace"):
+            graph_store.for_namespace("a:b")
+        with pytest.raises(ConfigError, match="namespace"):
+            graph_store.for_namespace("x'}) DETACH DELETE n //")
+
+    def test_edge_endpoints_are_checked(self) -> None:
+        with pytest.raises(ValueError, match="EXPLAINS cannot link Entity -> Document"):
+            edge(RelType.EXPLAINS, NodeRef(E, "x"), NodeRef(D, "d"))
+        with pytest.raises(ValueError, match="confidence"):
+            edge(RelType.MENTIONS, NodeRef(S, "x"), NodeRef(E, "e"), confidence=1.5)
+
+
+class TestNamespaces:
+    def test_namespaces_are_isolated(self, graph_store: GraphStore) -> None:
+        other = graph_store.for_namespace(graph_store.ns + "-other")
+        try:
+            write_two_docs(graph_store)
+            write_two_docs(other)
+            other.delete_document("a")
+            assert graph_store.counts().node(D) == 2
+            assert other.counts().node(D) == 1
+            assert {m.id for m in graph_store.lookup_entities(["lonely thing"])} == {"lonely"}
+            assert other.lookup_entities(["lonely thing"]) == []
+            other.drop_namespace()
+            assert sum(other.counts().nodes.values()) == 0
+            assert graph_store.counts().node(S) == 4
+        finally:
+            other.drop_namespace()
+            other.close()
