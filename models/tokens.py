@@ -176,7 +176,14 @@ _PIECES = re.compile(r"[A-Za-z]+|\d|[^\sA-Za-z\d]")
 
 class WordPieceEstimate:
     """A tokenizer-free estimate: letter runs count one token per 6 letters, digits and symbols
-    one each."""
+    one each. `max_tokens` is what the packaged encoder takes, so that it is a `TokenCounter`."""
+
+    def __init__(self, max_tokens: int = 512) -> None:
+        self._max_tokens = max_tokens
+
+    @property
+    def max_tokens(self) -> int:
+        return self._max_tokens
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         out = []

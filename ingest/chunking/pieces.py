@@ -125,7 +125,9 @@ def _cut_spans(text: str, p: Piece, limit: int) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     start = 0
     last_cut = 0
-    for c in cuts:
+    # The piece's end counts as a cut too, or a tail past the target stays whole (two lines of
+    # code twice over the limit, say).
+    for c in [*cuts, b - a]:
         if c - start >= target_chars and last_cut > start:
             spans.append((start, last_cut))
             start = last_cut

@@ -96,11 +96,6 @@ class TestSplitOversize:
         assert all(p.kind == "code" and p.lang == "python" for p in out)
         assert all(p.tokens <= 25 for p in out)
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="bug: _cut_spans never cuts at the last cut point, so a piece with one line "
-        "break (or one clause) stays whole however far over the limit",
-    )
     def test_two_lines_over_the_limit_are_cut(self) -> None:
         code = "value_18 = compute(18)\nvalue_19 = compute(19)"
         out = split_oversize(code, [_piece(code, "code")], ESTIMATE, 20)
