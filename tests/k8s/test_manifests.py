@@ -423,15 +423,10 @@ class TestServeConfig:
     def test_serve_config_deploys_the_named_deployments(self) -> None:
         (app,) = _serve_config()["applications"]
         assert app["import_path"] == "rayweave.serve.app:build_app"
-        assert [d["name"] for d in app["deployments"]] == [
-            "Ingress",
-            "QueryClassifier",
-            "VectorRetriever",
-            "GraphRetriever",
-            "WebRetriever",
-            "FusionRanker",
-            "Refiner",
-        ]
+        from rayweave.serve.app import LAYOUT_DEPLOYMENTS
+
+        # The config names exactly what the composed app binds, in its order.
+        assert tuple(d["name"] for d in app["deployments"]) == LAYOUT_DEPLOYMENTS["composed"]
         # Development defaults: fractional CPUs, no GPUs.
         for deployment in app["deployments"]:
             options = deployment["ray_actor_options"]
