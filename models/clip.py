@@ -79,6 +79,18 @@ def _to_pil(image: object) -> Any:
     )
 
 
+def _input_dtype(model: Any) -> torch.dtype:
+    """The dtype the image tower's first layer computes in. open_clip's fp16/bf16 keep some
+    parameters (`logit_scale`, class and position embeddings) in fp32, so the model's first
+    parameter does not tell: that mistake fed fp32 pixels to fp16 convolutions on CUDA."""
+    tower = getattr(model, "visual", model)
+    for module in tower.modules():
+        if isinstance(module, torch.nn.Conv2d | torch.nn.Linear):
+            dtype: torch.dtype = module.weight.dtype
+            return dtype
+    return torch.float32
+
+
 class OpenClipEncoder:
     """L2-normalised image and text embeddings from one CLIP model, in batches."""
 
@@ -98,7 +110,7 @@ class OpenClipEncoder:
         self.name = name
         self.device = torch.device(device)
         self.batch_size = batch_size
-        self._dtype = next(p.dtype for p in model.parameters() if p.is_floating_point())
+        self._dtype = _input_dtype(self.model)
         self._dim = int(self.encode_texts(["a"]).shape[1])
 
     @property

@@ -80,6 +80,16 @@ class TestOpenClip:
         assert vecs.shape == (2, 16)
         assert np.allclose(np.linalg.norm(vecs, axis=1), 1, atol=1e-5)
 
+    def test_reduced_precision_feeds_its_dtype(self, tiny_clip_config: Path) -> None:
+        # open_clip keeps logit_scale in fp32 under bf16/fp16: the pixels must still arrive in
+        # the convolution's dtype (the same path runs fp16 on CUDA).
+        enc = load_open_clip(str(tiny_clip_config), plan_execution(device="cpu", precision="bf16"))
+        vecs = enc.encode_images(images()[:2])
+        assert vecs.dtype == np.float32
+        assert vecs.shape == (2, 16)
+        assert np.isfinite(vecs).all()
+        assert np.isfinite(enc.encode_texts(["a diagram"])).all()
+
 
 class TestClipRefs:
     def test_parse(self, tmp_path: Path) -> None:
