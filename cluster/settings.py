@@ -556,6 +556,12 @@ class ServeSettings(_Group):
     app_name: str = Field(default="rayweave", description="Serve application name.")
     route_prefix: str = Field(default="/", description="Ingress route prefix.")
     deadline_ms: int = Field(default=2000, ge=10, description="Per-request retrieval deadline.")
+    read_floor_ms: int = Field(
+        default=500,
+        ge=1,
+        description="Least time each of the two tries of the page's text read waits, when the "
+        "deadline is spent: a replica on a dying node can hold a call for tens of seconds.",
+    )
     default_top_k: int = Field(default=10, ge=1, description="Results when a request names none.")
     max_top_k: int = Field(default=100, ge=1, description="Largest top_k accepted.")
     max_query_chars: int = Field(default=4096, ge=16, description="Longest query accepted.")

@@ -41,6 +41,7 @@ class IngressDeployment:
             web=HandleProxy(web) if web is not None else None,
             refiner=HandleProxy(refiner) if refiner is not None else None,
             deadline_s=settings.serve.deadline_ms / 1000,
+            read_floor_s=settings.serve.read_floor_ms / 1000,
         )
         self.service = SearchService(
             settings=settings.serve,

@@ -41,6 +41,7 @@ class LocalSearch:
             web=web,
             refiner=build_refiner(settings),
             deadline_s=settings.serve.deadline_ms / 1000,
+            read_floor_s=settings.serve.read_floor_ms / 1000,
         )
         self.pipeline = pipeline
         self.service = SearchService(

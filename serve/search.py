@@ -18,9 +18,13 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from rayweave.cluster.errors import VectorStoreError
 from rayweave.cluster.types import Hit
 from rayweave.serve.fusion import cap_per_document, collapse_duplicates, split_per_document
 from rayweave.serve.schemas import ContentScope, Profile, QueryType
+
+READ_TRIES = 2
+"""Tries of the page's payload read (see `SearchPipeline._read`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,6 +121,7 @@ class SearchPipeline:
         web: Retriever | None = None,
         refiner: Refiner | None = None,
         deadline_s: float = 2.0,
+        read_floor_s: float = 0.5,
     ) -> None:
         self.classifier = classifier
         self.planner = planner
@@ -127,6 +132,7 @@ class SearchPipeline:
         self.web = web
         self.refiner = refiner
         self.deadline_s = deadline_s
+        self.read_floor_s = read_floor_s
 
     async def search(
         self,
@@ -198,7 +204,7 @@ class SearchPipeline:
         folded: list[Hit] = []
         read = 0
         while True:
-            hits.extend(await self._hydrated(candidates[read:window], query.filters))
+            hits.extend(await self._hydrated(candidates[read:window], query.filters, deadline))
             read = window
             if refining:
                 break
@@ -230,16 +236,16 @@ class SearchPipeline:
             timings_ms=timings,
         )
 
-    async def _hydrated(self, hits: Sequence[Hit], filters: Mapping[str, object]) -> list[Hit]:
+    async def _hydrated(
+        self, hits: Sequence[Hit], filters: Mapping[str, object], deadline: float
+    ) -> list[Hit]:
         """`hits` over their stored payloads, in one read; gone or hidden chunks dropped.
 
         External hits (web) are not in the vector store; every other hit is re-read so that only
         visible, current chunks are returned whichever retriever found them."""
         if not hits:
             return []
-        current = await self.hydrator.hydrate(
-            [h.id for h in hits if not h.metadata.get("external")]
-        )
+        current = await self._read([h.id for h in hits if not h.metadata.get("external")], deadline)
         out = [
             h if h.metadata.get("external") else _merge(h, current[h.id])
             for h in hits
@@ -249,6 +255,23 @@ class SearchPipeline:
             # Graph and web hits were found without the vector store's payload filter.
             out = [h for h in out if matches_filters(h, filters)]
         return out
+
+    async def _read(self, ids: Sequence[str], deadline: float) -> dict[str, Hit]:
+        """The stored payloads of `ids`, tried at most `READ_TRIES` times. A replica on a node
+        that just died can hold a call until the cluster notices (tens of seconds), and the page
+        cannot be answered without its text: each try waits what is left of the deadline, but at
+        least `read_floor_s`, and the next try goes wherever the router sends it then."""
+        failure: BaseException | None = None
+        for _ in range(READ_TRIES):
+            timeout = max(deadline - time.perf_counter(), self.read_floor_s)
+            try:
+                return await asyncio.wait_for(self.hydrator.hydrate(ids), timeout=timeout)
+            except Exception as exc:  # noqa: BLE001 - a dying replica raises any Ray error; retried
+                failure = exc
+        raise VectorStoreError(
+            f"reading the page's {len(ids)} chunks failed {READ_TRIES} times: "
+            f"{type(failure).__name__}: {failure}"
+        ) from failure
 
 
 def _folded(hits: Sequence[Hit], plan: RetrievalPlan) -> list[Hit]:

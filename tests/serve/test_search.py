@@ -94,6 +94,64 @@ def test_text_is_read_once_for_the_page_and_more_only_when_the_page_falls_short(
     assert [h.id for h in hits] == ["x0", "a0", "a1", "c10"]
 
 
+class StuckOnce(ListedHits):
+    """A hydrator whose first read never returns, as a replica on a node that just died."""
+
+    def __init__(self, stored: list[Hit], *, stuck: int = 1) -> None:
+        super().__init__(stored)
+        self.stuck = stuck
+
+    async def hydrate(self, ids: list[str]) -> dict[str, Hit]:
+        if self.stuck:
+            self.stuck -= 1
+            self.reads.append(list(ids))
+            await asyncio.Event().wait()
+        return await super().hydrate(ids)
+
+
+def pipeline_over(listed: ListedHits) -> SearchPipeline:
+    from rayweave.serve.classifier import RuleClassifier
+    from rayweave.serve.fusion import FusionRanker
+    from rayweave.serve.planning import planner
+
+    settings = Settings().serve.retrieval
+    return SearchPipeline(
+        classifier=RuleClassifier(),
+        planner=planner(settings),
+        vector=listed,
+        hydrator=listed,
+        fuser=FusionRanker(settings),
+        deadline_s=0.05,
+        read_floor_s=0.05,
+    )
+
+
+def test_a_stuck_page_read_is_cut_at_the_deadline_and_tried_again() -> None:
+    from rayweave.serve.schemas import Profile
+
+    stored = [
+        Hit(id=f"c{i}", doc_id=f"d{i}", text=f"passage {i}", score=1 - i / 10) for i in range(5)
+    ]
+    listed = StuckOnce(stored)
+    outcome = asyncio.run(pipeline_over(listed).search("leases", top_k=2, profile=Profile.DENSE))
+    assert [h.text for h in outcome.hits] == ["passage 0", "passage 1"]
+    assert listed.reads == [["c0", "c1", "c2", "c3"]] * 2  # the stuck try, then the answer
+
+
+def test_a_page_read_that_never_answers_is_a_store_error() -> None:
+    from rayweave.cluster.errors import VectorStoreError
+    from rayweave.serve.errors import status_for
+    from rayweave.serve.schemas import Profile
+    from rayweave.serve.search import READ_TRIES
+
+    stored = [Hit(id="c0", doc_id="d0", text="passage 0", score=1.0)]
+    listed = StuckOnce(stored, stuck=READ_TRIES)
+    with pytest.raises(VectorStoreError, match="page's 1 chunks failed 2 times") as err:
+        asyncio.run(pipeline_over(listed).search("leases", top_k=1, profile=Profile.DENSE))
+    assert status_for(err.value) == 503
+    assert len(listed.reads) == READ_TRIES
+
+
 @pytest.mark.integration
 def test_a_second_copy_of_a_file_folds_into_the_first_hit(
     ray_stack: Settings, graph_connection: object, tmp_path: Path
