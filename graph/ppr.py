@@ -38,6 +38,19 @@ class Transition:
     adjacency: sp.csr_matrix
     incoming: sp.csr_matrix
     inv_degree: FloatArray
+    groups: tuple[str, ...] = ()
+    incoming_group: IntArray | None = None  # per `incoming` entry: the group weighing most there
+
+    def group_of(self, u: int, v: int) -> str | None:
+        """The relation group that weighs most on the step u -> v (None: no such edge), read
+        off an array built with the walk, so naming a hit's path costs one lookup per step."""
+        if self.incoming_group is None:
+            return None
+        lo, hi = self.incoming.indptr[v], self.incoming.indptr[v + 1]
+        i = lo + int(np.searchsorted(self.incoming.indices[lo:hi], u))
+        if i >= hi or self.incoming.indices[i] != u:
+            return None
+        return self.groups[int(self.incoming_group[i])]
 
     @classmethod
     def combine(cls, relations: Mapping[str, sp.csr_matrix], weights: Weights) -> Transition:
@@ -59,13 +72,54 @@ class Transition:
                 total = total + matrix.T.tocsr() * np.float32(backward)
         total = sp.csr_matrix(total, dtype=np.float32)
         total.sum_duplicates()
+        total.eliminate_zeros()
         total.sort_indices()
         incoming = total.T.tocsr()
         incoming.sort_indices()
         degree = np.asarray(total.sum(axis=1)).ravel()
         inv = np.zeros_like(degree, dtype=np.float32)
         np.divide(1.0, degree, out=inv, where=degree > 0)
-        return cls(adjacency=total, incoming=incoming, inv_degree=inv)
+        groups = tuple(g for g in weights if g in relations)
+        return cls(
+            adjacency=total,
+            incoming=incoming,
+            inv_degree=inv,
+            groups=groups,
+            incoming_group=_strongest_groups(relations, weights, groups, incoming),
+        )
+
+
+def _strongest_groups(
+    relations: Mapping[str, sp.csr_matrix],
+    weights: Weights,
+    groups: Sequence[str],
+    incoming: sp.csr_matrix,
+) -> IntArray:
+    """For each entry of `incoming` (v <- u), the index in `groups` of the group whose weighted
+    edge u -> v is largest (the first such group on a tie, as `weights` lists them)."""
+    rows, cols, vals, index = [], [], [], []
+    for gi, g in enumerate(groups):
+        forward, backward = weights[g]
+        coo = relations[g].tocoo()
+        for w, r, c in ((forward, coo.row, coo.col), (backward, coo.col, coo.row)):
+            if w > 0:
+                keep = coo.data > 0
+                rows.append(r[keep])
+                cols.append(c[keep])
+                vals.append(coo.data[keep].astype(np.float32) * np.float32(w))
+                index.append(np.full(int(keep.sum()), gi, dtype=np.int16))
+    if not rows:
+        return np.zeros(0, dtype=np.int16)
+    r, c, x, g = (np.concatenate(a) for a in (rows, cols, vals, index))
+    # incoming lists, per target v (row), its feeders u (ascending): sort by (v, u), best first.
+    order = np.lexsort((g, -x, r, c))
+    r, c, g = r[order], c[order], g[order]
+    first = np.ones(r.size, dtype=bool)
+    first[1:] = (r[1:] != r[:-1]) | (c[1:] != c[:-1])
+    out: IntArray = g[first]
+    if out.size != incoming.nnz or not np.array_equal(r[first], incoming.indices):
+        raise ValueError("relation groups do not match the combined adjacency")
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,10 +240,3 @@ def explain(
         node = int(feeders[best])
         path.append(node)
     return path[::-1]
-
-
-def edge_weight(matrix: sp.csr_matrix, u: int, v: int) -> float:
-    """`matrix[u, v]` for a CSR matrix with sorted indices, without scipy's indexing overhead."""
-    lo, hi = matrix.indptr[u], matrix.indptr[u + 1]
-    i = lo + int(np.searchsorted(matrix.indices[lo:hi], v))
-    return float(matrix.data[i]) if i < hi and matrix.indices[i] == v else 0.0

@@ -19,7 +19,13 @@ import numpy as np
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import GraphPath, Hit
 from rayweave.graph.names import query_forms
-from rayweave.graph.ppr import Weights, edge_weight, explain, personalized_pagerank, top_nodes
+from rayweave.graph.ppr import (
+    Transition,
+    Weights,
+    explain,
+    personalized_pagerank,
+    top_nodes,
+)
 from rayweave.graph.profiles import TraversalProfile
 from rayweave.graph.projection import RELATIONS, GraphProjection, NodeKind, entity_rows_for
 from rayweave.graph.schema import RelType
@@ -146,7 +152,7 @@ def walk(
                 projection,
                 row,
                 score,
-                (_graph_path(projection, request.weights, path, score),),
+                (_graph_path(projection, transition, path, score),),
             )
         )
     return hits
@@ -231,25 +237,15 @@ def _hit(
 
 def _graph_path(
     projection: GraphProjection,
-    weights: Weights,
+    transition: Transition,
     rows: list[int],
     score: float,
 ) -> GraphPath:
     """Node ids along `rows`, each step named by the relation type that weighs most there."""
     rels = []
     for u, v in itertools.pairwise(rows):
-        best, name = 0.0, RelType.RELATED_TO.value
-        for group, (forward, backward) in weights.items():
-            m = projection.relations.get(group)
-            if m is None:
-                continue
-            value = max(
-                edge_weight(m, u, v) * forward if forward > 0 else 0.0,
-                edge_weight(m, v, u) * backward if backward > 0 else 0.0,
-            )
-            if value > best:
-                best, name = value, RELATIONS[group][0].value
-        rels.append(name)
+        group = transition.group_of(u, v)
+        rels.append(RELATIONS[group][0].value if group else RelType.RELATED_TO.value)
     return GraphPath(
         nodes=tuple(projection.nodes.ids[r] for r in rows),
         relationships=tuple(rels),

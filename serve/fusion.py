@@ -32,49 +32,22 @@ class FusionPlan(Protocol):
     def anchor_top(self) -> int: ...
 
 
-def _accumulate(
-    lists: Mapping[str, Sequence[Hit]], contributions: Mapping[str, Sequence[float]]
-) -> list[Hit]:
-    scores: dict[str, float] = {}
-    first: dict[str, Hit] = {}
-    retrievers: dict[str, list[str]] = {}
-    paths: dict[str, list[GraphPath]] = {}
-    for name, hits in lists.items():
-        for hit, value in zip(hits, contributions[name], strict=True):
-            scores[hit.id] = scores.get(hit.id, 0.0) + value
-            first.setdefault(hit.id, hit)
-            found_by = retrievers.setdefault(hit.id, [])
-            for r in (*hit.retrievers, name):
-                if r not in found_by:
-                    found_by.append(r)
-            paths.setdefault(hit.id, []).extend(p for p in hit.paths if p not in paths[hit.id])
-    fused = [
-        replace(first[i], score=s, retrievers=tuple(retrievers[i]), paths=tuple(paths[i]))
-        for i, s in scores.items()
-    ]
-    fused.sort(key=lambda h: (-h.score, h.id))
-    return fused
+Scored = tuple[dict[str, list[Hit]], dict[str, list[float]]]
+"""Each list deduplicated, and what each of its hits adds to the hit's fused score."""
 
 
-def reciprocal_rank_fusion(
-    lists: Mapping[str, Sequence[Hit]], *, weights: Mapping[str, float] | None = None, k: int = 60
-) -> list[Hit]:
-    """Fuse ranked lists by weighted reciprocal rank; lists missing from `weights` weigh 1."""
+def _rrf_scored(lists: Mapping[str, Sequence[Hit]], weights: Mapping[str, float], k: int) -> Scored:
     if k < 0:
         raise ValueError("rrf k must be >= 0")
-    w = weights or {}
+    deduped = {name: _dedup(hits) for name, hits in lists.items()}
     contributions = {
-        name: [w.get(name, 1.0) / (k + rank) for rank, _ in enumerate(_dedup(hits), start=1)]
-        for name, hits in lists.items()
+        name: [weights.get(name, 1.0) / (k + rank) for rank in range(1, len(hits) + 1)]
+        for name, hits in deduped.items()
     }
-    return _accumulate({name: _dedup(hits) for name, hits in lists.items()}, contributions)
+    return deduped, contributions
 
 
-def weighted_score_fusion(
-    lists: Mapping[str, Sequence[Hit]], *, weights: Mapping[str, float] | None = None
-) -> list[Hit]:
-    """Sum of min-max-normalised scores times weights. A constant list counts 1 per hit."""
-    w = weights or {}
+def _weighted_scored(lists: Mapping[str, Sequence[Hit]], weights: Mapping[str, float]) -> Scored:
     contributions: dict[str, list[float]] = {}
     deduped = {name: _dedup(hits) for name, hits in lists.items()}
     for name, hits in deduped.items():
@@ -85,9 +58,65 @@ def weighted_score_fusion(
         lo, hi = min(values), max(values)
         span = hi - lo
         contributions[name] = [
-            w.get(name, 1.0) * ((v - lo) / span if span > 0 else 1.0) for v in values
+            weights.get(name, 1.0) * ((v - lo) / span if span > 0 else 1.0) for v in values
         ]
-    return _accumulate(deduped, contributions)
+    return deduped, contributions
+
+
+def _scored(
+    lists: Mapping[str, Sequence[Hit]],
+    method: FusionMethod,
+    weights: Mapping[str, float] | None,
+    k: int,
+) -> Scored:
+    if method == "rrf":
+        return _rrf_scored(lists, weights or {}, k)
+    if method == "weighted":
+        return _weighted_scored(lists, weights or {})
+    raise ValueError(f"unknown fusion method {method!r}; valid: 'rrf', 'weighted'")
+
+
+def _ranking(scored: Scored) -> list[tuple[str, float]]:
+    """(id, fused score), best first; equal scores by id."""
+    deduped, contributions = scored
+    scores: dict[str, float] = {}
+    for name, hits in deduped.items():
+        for hit, value in zip(hits, contributions[name], strict=True):
+            scores[hit.id] = scores.get(hit.id, 0.0) + value
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _accumulate(scored: Scored) -> list[Hit]:
+    deduped, _ = scored
+    first: dict[str, Hit] = {}
+    retrievers: dict[str, list[str]] = {}
+    paths: dict[str, list[GraphPath]] = {}
+    for name, hits in deduped.items():
+        for hit in hits:
+            first.setdefault(hit.id, hit)
+            found_by = retrievers.setdefault(hit.id, [])
+            for r in (*hit.retrievers, name):
+                if r not in found_by:
+                    found_by.append(r)
+            paths.setdefault(hit.id, []).extend(p for p in hit.paths if p not in paths[hit.id])
+    return [
+        replace(first[i], score=s, retrievers=tuple(retrievers[i]), paths=tuple(paths[i]))
+        for i, s in _ranking(scored)
+    ]
+
+
+def reciprocal_rank_fusion(
+    lists: Mapping[str, Sequence[Hit]], *, weights: Mapping[str, float] | None = None, k: int = 60
+) -> list[Hit]:
+    """Fuse ranked lists by weighted reciprocal rank; lists missing from `weights` weigh 1."""
+    return _accumulate(_rrf_scored(lists, weights or {}, k))
+
+
+def weighted_score_fusion(
+    lists: Mapping[str, Sequence[Hit]], *, weights: Mapping[str, float] | None = None
+) -> list[Hit]:
+    """Sum of min-max-normalised scores times weights. A constant list counts 1 per hit."""
+    return _accumulate(_weighted_scored(lists, weights or {}))
 
 
 def fuse(
@@ -97,11 +126,7 @@ def fuse(
     weights: Mapping[str, float] | None = None,
     k: int = 60,
 ) -> list[Hit]:
-    if method == "rrf":
-        return reciprocal_rank_fusion(lists, weights=weights, k=k)
-    if method == "weighted":
-        return weighted_score_fusion(lists, weights=weights)
-    raise ValueError(f"unknown fusion method {method!r}; valid: 'rrf', 'weighted'")
+    return _accumulate(_scored(lists, method, weights, k))
 
 
 def _dedup(hits: Sequence[Hit]) -> list[Hit]:
@@ -249,7 +274,8 @@ def anchored_fusion(
     if anchor_top <= 0 or not vector or len(vector) == len(lists):
         return fused
     by_id = {h.id: h for h in fused}
-    lead = [by_id[h.id] for h in fuse(vector, method=method, weights=weights, k=k)[:anchor_top]]
+    # The vector lists' own order is needed for its first few ids only: no hits are built.
+    lead = [by_id[i] for i, _ in _ranking(_scored(vector, method, weights, k))[:anchor_top]]
     ids = {h.id for h in lead}
     rest = [h for h in fused if h.id not in ids]
     # Leaders keep their fused provenance.

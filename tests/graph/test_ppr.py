@@ -8,7 +8,6 @@ import scipy.sparse as sp
 
 from rayweave.graph.ppr import (
     Transition,
-    edge_weight,
     explain,
     personalized_pagerank,
     top_nodes,
@@ -77,16 +76,35 @@ def test_weights_select_relations_and_directions() -> None:
     a = directed(3, [(0, 1, 1.0)])
     b = directed(3, [(2, 0, 1.0)])
     both = Transition.combine({"a": a, "b": b}, {"a": (1.0, 0.0), "b": (0.0, 3.0)})
-    assert edge_weight(both.adjacency, 0, 2) == pytest.approx(3.0)
-    assert edge_weight(both.adjacency, 2, 0) == 0.0
+    assert both.adjacency[0, 2] == pytest.approx(3.0)
+    assert both.adjacency[2, 0] == 0.0
     assert both.inv_degree[0] == pytest.approx(1 / 4)
-    assert edge_weight(both.incoming, 2, 0) == pytest.approx(3.0)  # who feeds node 2
+    assert both.incoming[2, 0] == pytest.approx(3.0)  # who feeds node 2
     only_a = Transition.combine({"a": a, "b": b}, {"a": (1.0, 0.0), "b": (0.0, 0.0)})
     rank = personalized_pagerank(only_a, {0: 1.0})
     assert rank.scores[1] > 0
     assert rank.scores[2] == 0
     forward_only = Transition.combine({"b": b}, {"b": (1.0, 0.0)})
     assert personalized_pagerank(forward_only, {0: 1.0}).scores[2] == 0  # 0 has no way to 2
+
+
+def test_each_step_is_named_by_the_group_that_weighs_most_there() -> None:
+    """0 -> 1 in a (1.0) and in b against its direction (weight 3): b names it; 1 -> 2 only in
+    a; 2 -> 0 nowhere. A tie goes to the group listed first."""
+    a = directed(3, [(0, 1, 1.0), (1, 2, 1.0)])
+    b = directed(3, [(1, 0, 1.0)])
+    t = Transition.combine({"a": a, "b": b}, {"a": (1.0, 0.0), "b": (0.0, 3.0)})
+    assert t.group_of(0, 1) == "b"
+    assert t.group_of(1, 2) == "a"
+    assert t.group_of(2, 0) is None
+    assert t.group_of(1, 0) is None  # b is walked only against its direction
+    tie = Transition.combine({"a": a, "b": b}, {"a": (3.0, 0.0), "b": (0.0, 3.0)})
+    assert tie.group_of(0, 1) == "a"
+    assert (
+        Transition.combine({"a": a, "b": b}, {"b": (0.0, 3.0), "a": (3.0, 0.0)}).group_of(0, 1)
+        == "b"
+    )
+    assert Transition.combine({"a": a}, {"a": (0.0, 0.0)}).group_of(0, 1) is None
 
 
 def test_isolated_reset_keeps_its_mass_and_empty_reset_gives_nothing() -> None:
