@@ -45,18 +45,20 @@ def _python(node: Any, src: Source) -> Imported:
     return out
 
 
-_JS_BINDINGS = ("import_clause", "import_specifier", "namespace_import")
-
-
 def _javascript(node: Any, src: Source) -> Imported:
+    """`import x, { y as z } from "m"` binds x and z (not y); `import * as ns` binds ns."""
     source = node.child_by_field_name("source")
     module = src.node_text(source).strip("'\"`") if source is not None else ""
     names = []
     for child in walk(node):
-        if (
-            child.type in ("identifier",)
+        if child.type == "import_specifier":
+            bound = child.child_by_field_name("alias") or child.child_by_field_name("name")
+            if bound is not None:
+                names.append(src.node_text(bound))
+        elif (
+            child.type == "identifier"
             and child.parent is not None
-            and child.parent.type in _JS_BINDINGS
+            and child.parent.type in ("import_clause", "namespace_import")
         ):
             names.append(src.node_text(child))
     return [(module, names)]

@@ -41,6 +41,8 @@ def test_javascript_default_namespace_and_exported_names() -> None:
     assert [module for module, _, _ in index.imports] == ["lib", "./m"]
     assert index.bound["x"] == index.bound["z"] == "lib"
     assert index.bound["ns"] == "./m"
+    assert "y" not in index.bound  # the alias is what the code uses
+    assert [names for _, names, _ in index.imports] == [["x", "z"], ["ns"]]
     # exported and arrow functions are top-level names; a plain variable is not
     assert index.top_names == {"f", "g"}
 
