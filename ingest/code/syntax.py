@@ -144,12 +144,25 @@ def kind_of(node: Any, spec: LanguageSpec, default: str) -> str:
     `interface`)."""
     kind = spec.kind(node.type, default)
     if kind == "class":
+        if _has_class_modifier(node, "enum"):  # Kotlin `enum class`
+            return "enum"
         decl = node.child_by_field_name("declaration_kind")  # Swift
         keywords = [decl] if decl is not None else [c for c in node.children if not c.is_named]
         for k in keywords:
             if k.type in _KEYWORD_KINDS:
                 return _KEYWORD_KINDS[k.type]
     return kind
+
+
+def _has_class_modifier(node: Any, keyword: str) -> bool:
+    return any(
+        token.type == keyword
+        for mods in node.children
+        if mods.type == "modifiers"
+        for modifier in mods.children
+        if modifier.type == "class_modifier"
+        for token in modifier.children
+    )
 
 
 def go_receiver(recv: Any, src: Source) -> str:

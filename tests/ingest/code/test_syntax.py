@@ -66,3 +66,14 @@ def test_swift_keywords_give_the_kind() -> None:
         "enum",
         "extension",
     ]
+
+
+def test_kotlin_modifiers_and_keywords_give_the_kind() -> None:
+    code = "enum class Color { RED }\ninterface Shape {}\ndata class D(val x: Int)\n@Ann class A\n"
+    nodes, _src = _top(code, "kotlin")
+    assert [kind_of(n, SPECS["kotlin"], "?") for n in nodes] == [
+        "enum",
+        "interface",
+        "class",
+        "class",
+    ]
