@@ -22,7 +22,7 @@ _RX_DEF = re.compile(
     r"|static|pub(?:\([\w:]+\))?|export|async|abstract|final|override|open|virtual|extern|const"
     r"|unsafe|friend|data|sealed|suspend|fun\s+interface)\s+)*"
     r"(module|contract|interface|library|class|struct|enum|trait|impl|namespace|object|script|spec|"
-    r"fun|fn|function|func|def|void|int|bool)\s+([A-Za-z_][\w:]*)",
+    r"fun|fn|function|func|def|void|int|bool)\s+((?:0x[0-9A-Fa-f]+::)?[A-Za-z_][\w:]*)",
     re.MULTILINE,
 )
 _RX_CALL = re.compile(r"\b([A-Za-z_][\w]*(?:(?:\.|::)[A-Za-z_]\w*)*)\s*(?:<[^<>()]*>)?\s*\(")

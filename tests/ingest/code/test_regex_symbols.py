@@ -21,6 +21,15 @@ def test_definitions_with_kinds_lines_and_prefix() -> None:
     assert sym.language == "move"
 
 
+def test_a_move_module_named_by_its_address() -> None:
+    code = "module 0x1::coin {\n    public fun value(c: &Coin): u64 { 0 }\n}\n"
+    sym = regex_symbols(code, "move", ("coin.move",))
+    assert [(d.name, d.qualified_name, d.kind) for d in sym.definitions] == [
+        ("coin", "coin.move.0x1::coin", "module"),
+        ("value", "coin.move.value", "function"),
+    ]
+
+
 def test_imports_of_every_form() -> None:
     assert regex_symbols(CODE, "move").imports == ("std::vector", "a.b", "x.h", "p.q", "lib.php")
 
