@@ -98,9 +98,9 @@ def _strongest_groups(
     """For each entry of `incoming` (v <- u), the index in `groups` of the group whose weighted
     edge u -> v is largest (the first such group on a tie, as `weights` lists them)."""
     rows, cols, vals, index = [], [], [], []
-    for gi, g in enumerate(groups):
-        forward, backward = weights[g]
-        coo = relations[g].tocoo()
+    for gi, group in enumerate(groups):
+        forward, backward = weights[group]
+        coo = relations[group].tocoo()
         for w, r, c in ((forward, coo.row, coo.col), (backward, coo.col, coo.row)):
             if w > 0:
                 keep = coo.data > 0
