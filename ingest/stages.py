@@ -197,7 +197,11 @@ def _is_image(work: DocWork) -> bool:
 
 
 class EmbedImages:
-    """CLIP image vectors for image documents (their caption text is embedded like any text)."""
+    """CLIP image vectors for image documents (their caption text is embedded like any text).
+
+    The images of a batch go through the encoder in one call: a GPU runs a lone image at the
+    cost of a batch (kernel launches), and the encoder spreads decoding-side preprocessing over
+    the actor's CPUs."""
 
     def __init__(self, settings: Settings) -> None:
         from rayweave.models.factory import build_image_encoder
@@ -209,15 +213,30 @@ class EmbedImages:
 
         works = _works(batch)
         encoder = self.encoder
+        if encoder is None:
+            return _batch(works)
+        opened: list[tuple[DocWork, object]] = []
         for w in works:
-            if not (w.active and _is_image(w)) or w.document is None or encoder is None:
+            if not (w.active and _is_image(w)) or w.document is None:
                 continue
             try:
                 with Image.open(w.document.source) as img:
-                    vec = encoder.encode_images([img.convert("RGB")])[0]
-                w.image = {i: vec for i, c in enumerate(w.chunks) if c.level is not Level.DOCUMENT}
+                    opened.append((w, img.convert("RGB")))
             except Exception as exc:  # noqa: BLE001 - the image fails alone, reported
                 w.fail(exc)
+        try:
+            vectors = list(encoder.encode_images([img for _, img in opened]))
+        except Exception:  # noqa: BLE001 - retried one by one below, so only the bad one fails
+            vectors = []
+            for w, img in opened:
+                try:
+                    vectors.append(encoder.encode_images([img])[0])
+                except Exception as exc:  # noqa: BLE001 - the image fails alone, reported
+                    w.fail(exc)
+                    vectors.append(None)
+        for (w, _), vec in zip(opened, vectors, strict=True):
+            if vec is not None:
+                w.image = {i: vec for i, c in enumerate(w.chunks) if c.level is not Level.DOCUMENT}
         return _batch(works)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,10 @@ class OpenClipEncoder:
         self.device = torch.device(device)
         self.batch_size = batch_size
         self._dtype = _input_dtype(self.model)
+        # Decoding-side preprocessing (resize, crop, normalise) runs on the actor's CPUs in
+        # parallel: on a GPU the image tower is ~50x faster than one thread preparing its input.
+        self._workers = max(1, torch.get_num_threads())
+        self._pool: ThreadPoolExecutor | None = None
         self._dim = int(self.encode_texts(["a"]).shape[1])
 
     @property
@@ -123,13 +128,22 @@ class OpenClipEncoder:
         out = []
         with torch.inference_mode():
             for i in range(0, len(images), self.batch_size):
-                pixels = torch.stack(
-                    [self.preprocess(_to_pil(img)) for img in images[i : i + self.batch_size]]
-                )
+                pixels = torch.stack(self._prepared(images[i : i + self.batch_size]))
                 feats = self.model.encode_image(pixels.to(self.device, self._dtype))
                 out.append(feats.float().cpu().numpy())
         vectors: np.ndarray = l2_normalize(np.concatenate(out))
         return vectors
+
+    def _prepared(self, images: Sequence[object]) -> list[torch.Tensor]:
+        def prepare(image: object) -> torch.Tensor:
+            tensor: torch.Tensor = self.preprocess(_to_pil(image))
+            return tensor
+
+        if self._workers == 1 or len(images) == 1:
+            return [prepare(img) for img in images]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="clip-preprocess")
+        return list(self._pool.map(prepare, images))
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
         if isinstance(texts, str):

@@ -8,6 +8,7 @@ through rayweave's own service code. Both stop at the end of the session.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -78,3 +79,27 @@ def graph_connection(stack_settings):  # type: ignore[no-untyped-def]
         yield resolve_graph_connection(stack_settings)
     finally:
         GraphServer.from_settings(stack_settings).stop()
+
+
+@pytest.fixture(scope="session")
+def tiny_clip_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    config = {
+        "embed_dim": 16,
+        "vision_cfg": {
+            "image_size": 32,
+            "layers": 1,
+            "width": 32,
+            "patch_size": 8,
+            "head_width": 16,
+        },
+        "text_cfg": {
+            "context_length": 16,
+            "vocab_size": 49408,
+            "width": 32,
+            "heads": 2,
+            "layers": 1,
+        },
+    }
+    path = tmp_path_factory.mktemp("clip") / "rw-tiny-clip.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path

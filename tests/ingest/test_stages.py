@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from rayweave.cluster.types import Chunk, ContentType, Entity, Level, SparseVector
@@ -109,3 +111,44 @@ class TestEmbedStages:
         dense.encoder = _FakeDense()
         assert list(dense(_batch([]))["work"]) == []
         assert dense.encoder.calls == []
+
+
+def test_images_of_a_batch_embed_together_and_a_bad_one_fails_alone(
+    tiny_clip_config: Path, tmp_path: Path
+) -> None:
+    from PIL import Image
+
+    from rayweave.cluster.settings import Settings
+    from rayweave.cluster.types import Document
+    from rayweave.ingest.chunking.images import image_document
+    from rayweave.ingest.stages import EmbedImages
+
+    rng = np.random.default_rng(0)
+    paths = []
+    for i in range(3):
+        path = tmp_path / f"diagram-{i}.png"
+        Image.fromarray(rng.integers(0, 255, (40 + 8 * i, 48, 3), dtype=np.uint8)).save(path)
+        paths.append(path)
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"\x89PNG not really")
+    works = []
+    for path in [paths[0], broken, *paths[1:]]:
+        doc = Document(
+            id=path.stem, source=str(path), title=path.stem, content_type=ContentType.IMAGE, text=""
+        )
+        works.append(DocWork(source=str(path), document=doc, chunks=image_document(doc).chunks))
+    # fp32: dynamic int8 (the CPU default) quantizes per batch, so a batch moves vectors slightly
+    stage = EmbedImages(Settings(models={"clip": str(tiny_clip_config), "precision": "fp32"}))
+    assert stage.encoder is not None
+    out = list(stage(_batch(works))["work"])
+
+    assert [w.status for w in out] == ["inserted", "failed", "inserted", "inserted"]
+    assert out[1].error is not None
+    assert "broken.png" in out[1].error or "identify" in out[1].error
+    assert out[1].image == {}
+    # The section that stands for the image carries its vector; the summary does not.
+    assert all(list(w.image) == [1] for w in (out[0], out[2], out[3]))
+    for w, path in zip((out[0], out[2], out[3]), paths, strict=True):
+        with Image.open(path) as img:
+            alone = stage.encoder.encode_images([img.convert("RGB")])[0]
+        np.testing.assert_allclose(w.image[1], alone, atol=1e-5)

@@ -10,7 +10,6 @@ HF_HUB_OFFLINE=1, so nothing here can reach a hub.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -191,27 +190,3 @@ def tiny_causal_lm_dir(tmp_path_factory: pytest.TempPathFactory, bert_tokenizer_
     LlamaForCausalLM(config).save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out
-
-
-@pytest.fixture(scope="session")
-def tiny_clip_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    config = {
-        "embed_dim": 16,
-        "vision_cfg": {
-            "image_size": 32,
-            "layers": 1,
-            "width": 32,
-            "patch_size": 8,
-            "head_width": 16,
-        },
-        "text_cfg": {
-            "context_length": 16,
-            "vocab_size": 49408,
-            "width": 32,
-            "heads": 2,
-            "layers": 1,
-        },
-    }
-    path = tmp_path_factory.mktemp("clip") / "rw-tiny-clip.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    return path
