@@ -225,12 +225,12 @@ class EmbedImages:
             except Exception as exc:  # noqa: BLE001 - the image fails alone, reported
                 w.fail(exc)
         try:
-            vectors = list(encoder.encode_images([img for _, img in opened]))
+            vectors = list(encoder.encode_images([image for _, image in opened]))
         except Exception:  # noqa: BLE001 - retried one by one below, so only the bad one fails
             vectors = []
-            for w, img in opened:
+            for w, image in opened:
                 try:
-                    vectors.append(encoder.encode_images([img])[0])
+                    vectors.append(encoder.encode_images([image])[0])
                 except Exception as exc:  # noqa: BLE001 - the image fails alone, reported
                     w.fail(exc)
                     vectors.append(None)
