@@ -83,7 +83,7 @@ def test_bench_reports_rates_latencies_and_recall(tmp_path: Path) -> None:
     synthetic = {r.metric: r.value for r in rows if r.corpus == "synthetic-2k"}
     assert synthetic["projection nodes"] == 3000
     assert 0 < synthetic["projection memory per edge"] < 200
-    assert synthetic["walk + links p50"] > 0
+    assert synthetic["graph stage (phase 1 + expansion) p50"] > 0
     # one query x six traversals, after build and two writes; then the table
     assert "bench graph tiny: 9/9 steps" in log.getvalue()
     assert "search multi_hop p99" in log.getvalue()
