@@ -321,7 +321,9 @@ async def _gather(
         task.cancel()
     lists: RankedLists = {}
     for name, task in tasks.items():
-        if task in pending or task.exception() is not None:
+        # A task cancelled under us (not by the deadline above) degrades like a failed one;
+        # `exception()` would raise its CancelledError into the request.
+        if task in pending or task.cancelled() or task.exception() is not None:
             degraded.append(name)
             continue
         result, ms = task.result()

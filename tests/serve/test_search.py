@@ -152,6 +152,22 @@ def test_a_page_read_that_never_answers_is_a_store_error() -> None:
     assert len(listed.reads) == READ_TRIES
 
 
+class CancelledUnder(ListedHits):
+    """A vector retriever whose call comes back cancelled without the request being cancelled."""
+
+    async def retrieve(self, query: RetrievalQuery) -> dict[str, list[Hit]]:
+        raise asyncio.CancelledError
+
+
+def test_a_retriever_cancelled_under_the_request_degrades_it() -> None:
+    from rayweave.serve.schemas import Profile
+
+    listed = CancelledUnder([Hit(id="c0", doc_id="d0", text="passage 0", score=1.0)])
+    outcome = asyncio.run(pipeline_over(listed).search("leases", top_k=1, profile=Profile.DENSE))
+    assert outcome.hits == []
+    assert outcome.degraded == ["vector"]
+
+
 @pytest.mark.integration
 def test_a_second_copy_of_a_file_folds_into_the_first_hit(
     ray_stack: Settings, graph_connection: object, tmp_path: Path
