@@ -223,6 +223,14 @@ class GraphSettings(_Group):
     related_max_per_entity: int = Field(
         default=10, ge=1, description="Strongest RELATED_TO edges kept per entity."
     )
+    sentence_links: bool = Field(
+        default=False,
+        description="The corpus pass links entities named in one sentence (CO_MENTIONED, "
+        "`graph/comentions.py`), which multi-hop, comparison and general walks follow from a "
+        "question's entity to the next hop's. Off by default: it sharpens the walk's own list, "
+        "but the fused ranking measured no gain beyond noise on multi-hop prose, for more "
+        "edges to write. Takes effect at the next corpus pass; off, stored ones are not walked.",
+    )
     topic_min_support: int = Field(
         default=2, ge=1, description="Documents a keyword needs to seed a topic."
     )

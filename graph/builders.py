@@ -10,10 +10,18 @@ confidence in [0, 1] and the rule (`EdgeSource`) that made it (`graph/edges.py`,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, ContentType, Document, Entity
+from rayweave.graph.comentions import (
+    chunk_sentences,
+    comention_edges,
+    pair_support,
+    sentence_entities,
+)
 from rayweave.graph.cooccurrence import chunk_units, related_edges, topic_rows, unit_entities
 from rayweave.graph.edges import (
     EdgeAccumulator,
@@ -22,7 +30,12 @@ from rayweave.graph.edges import (
     explains_edges,
     statement_edges,
 )
-from rayweave.graph.entities import EntityResolver, collect_names, document_titles
+from rayweave.graph.entities import (
+    CollectedNames,
+    EntityResolver,
+    collect_names,
+    document_titles,
+)
 from rayweave.graph.extraction import Extraction
 from rayweave.graph.mentions import (
     Match,
@@ -30,6 +43,7 @@ from rayweave.graph.mentions import (
     gazetteer_matches,
     generic_entities,
     mention_edges,
+    text_matcher,
 )
 from rayweave.graph.schema import EntityRow, GraphBatch, NodeLabel, NodeRef, TopicRow
 
@@ -76,8 +90,12 @@ def build_graph(
     error_edges(acc, resolver, chunks)
     statement_edges(acc, resolver, chunks, extractions)
 
-    # 4. RELATED_TO by co-occurrence, topics from keywords.
+    # 4. RELATED_TO by co-occurrence, CO_MENTIONED within sentences, topics from keywords.
     topics = _add_cooccurrence(acc, chunks, units, cfg)
+    if cfg.sentence_links:
+        subjects = _subjects(resolver, chunks, names)
+        match = text_matcher(resolver, entity_rows, cfg.gazetteer_max_ngram)
+        _add_comentions(acc, chunks, subjects, match, found, generic)
     return _batch(acc, entity_rows, topics)
 
 
@@ -120,6 +138,36 @@ def _add_cooccurrence(
             count=e.count,
         )
     return topics
+
+
+def _subjects(
+    resolver: EntityResolver, chunks: Sequence[Chunk], names: CollectedNames
+) -> dict[str, list[str]]:
+    """Per chunk id, the entities it is about: its document's title and its own heading."""
+    out: dict[str, list[str]] = {}
+    for c in chunks:
+        forms = [names.titles.get(c.doc_id), names.headings.get(c.id)]
+        out[c.id] = [eid for form in forms if form for eid in resolver.resolve(form)]
+    return out
+
+
+def _add_comentions(
+    acc: EdgeAccumulator,
+    chunks: Sequence[Chunk],
+    subjects: Mapping[str, Sequence[str]],
+    match: Callable[[str], dict[str, Match]],
+    found: Mapping[str, Mapping[str, Match]],
+    generic: AbstractSet[str],
+) -> None:
+    """CO_MENTIONED between the entities of each sentence (`graph/comentions.py`), with rarity
+    from the chunks whose text names each entity."""
+    df = Counter(eid for ents in found.values() for eid in ents)
+    per_sentence: list[dict[str, float]] = []
+    for cid, texts in chunk_sentences(chunks).items():
+        matches = [match(t) for t in texts]
+        per_sentence += sentence_entities(texts, matches, subjects.get(cid, ()), generic)
+    for e in comention_edges(pair_support(per_sentence, df), df):
+        acc.rows[(e.rel, e.src, e.dst)] = e  # one rule makes these, one edge per pair
 
 
 def _batch(

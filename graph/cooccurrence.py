@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TypeVar
 
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, Level, stable_id
@@ -19,6 +20,7 @@ from rayweave.graph.names import is_informative, normalize_name
 from rayweave.graph.schema import EdgeRow, EdgeSource, NodeLabel, NodeRef, RelType, TopicRow
 
 _MAX_UNIT_ENTITIES = 64
+_Pair = TypeVar("_Pair")
 
 
 def npmi(joint: int, a: int, b: int, total: int) -> float:
@@ -100,13 +102,9 @@ def related_edges(units: Sequence[set[str]], settings: GraphSettings) -> list[Ed
         strength = max(0.0, score) * (n / (n + 1.0))
         scored.append((strength, a, b, n, score))
     scored.sort(key=lambda s: (-s[0], s[1], s[2]))
-    kept: Counter[str] = Counter()
     out = []
-    for strength, a, b, n, score in scored:
-        if kept[a] >= settings.related_max_per_entity or kept[b] >= settings.related_max_per_entity:
-            continue
-        kept[a] += 1
-        kept[b] += 1
+    cap = settings.related_max_per_entity
+    for strength, a, b, n, score in strongest_per_entity(scored, cap, lambda s: (s[1], s[2])):
         out.append(
             EdgeRow(
                 rel=RelType.RELATED_TO,
@@ -120,6 +118,21 @@ def related_edges(units: Sequence[set[str]], settings: GraphSettings) -> list[Ed
             )
         )
     return out
+
+
+def strongest_per_entity(
+    ranked: Iterable[_Pair], cap: int, ends: Callable[[_Pair], tuple[str, str]]
+) -> Iterator[_Pair]:
+    """The pairs of `ranked` (strongest first) whose two `ends` each have fewer than `cap` pairs
+    kept so far: every entity keeps its strongest, and a hub's fan-out is bounded."""
+    kept: Counter[str] = Counter()
+    for pair in ranked:
+        a, b = ends(pair)
+        if kept[a] >= cap or kept[b] >= cap:
+            continue
+        kept[a] += 1
+        kept[b] += 1
+        yield pair
 
 
 def topic_rows(

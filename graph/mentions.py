@@ -9,7 +9,7 @@ entities are other documents' titles, and a document EXPLAINS the entity its tit
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from rayweave.cluster.types import Chunk, Entity
@@ -39,10 +39,23 @@ def gazetteer_matches(
     max_ngram: int,
 ) -> dict[str, dict[str, Match]]:
     """chunk id -> entity id -> `Match` for every known name found in the chunk's text."""
+    match = text_matcher(resolver, entity_rows, max_ngram)
+    return {c.id: match(c.text) for c in chunks}
+
+
+def text_matcher(
+    resolver: EntityResolver, entity_rows: Iterable[EntityRow], max_ngram: int
+) -> Callable[[str], dict[str, Match]]:
+    """The gazetteer pass over any text (a chunk, or one of its sentences): entity id ->
+    `Match` for the longest non-overlapping known names in it."""
     gazetteer = resolver.gazetteer()
     cased = _proper_single_tokens(entity_rows)
     starts = first_words(gazetteer)
-    return {c.id: _matches(c.text, gazetteer, cased, max_ngram, starts) for c in chunks}
+
+    def match(text: str) -> dict[str, Match]:
+        return _matches(text, gazetteer, cased, max_ngram, starts)
+
+    return match
 
 
 def mention_edges(

@@ -42,6 +42,7 @@ class TraversalProfile:
     references: float = 0.0
     solutions: float = 0.0
     related: float = 0.0
+    comention: float = 0.0  # CO_MENTIONED: a sentence's names, the shortest bridge
     bridge: float = 0.0
     entity: float = 0.0
     entity_rels: Mapping[RelType, float] = field(
@@ -80,9 +81,12 @@ PROFILES: Mapping[QueryType, TraversalProfile] = {
         parent=0.5, definitions=1.0, examples=0.7, references=0.6, entity=0.8,
         entity_expand=False, entity_rels={_DEFINES: 1.0, RelType.USES: 0.5, _EXPLAINS: 0.6},
     ),
-    # Both sides of a comparison, and the bridge between documents.
-    QueryType.COMPARISON: TraversalProfile(parent=0.3, bridge=0.8, entity=1.0),
-    QueryType.MULTI_HOP: TraversalProfile(parent=0.3, bridge=1.0, entity=0.8),
-    QueryType.GENERAL: TraversalProfile(parent=0.4, sequence=0.3, bridge=0.5, entity=0.6),
+    # Both sides of a comparison, and the bridge between documents; a sentence that names two
+    # entities is a bridge one hop shorter, weighed as the bridge is.
+    QueryType.COMPARISON: TraversalProfile(parent=0.3, bridge=0.8, comention=0.8, entity=1.0),
+    QueryType.MULTI_HOP: TraversalProfile(parent=0.3, bridge=1.0, comention=1.0, entity=0.8),
+    QueryType.GENERAL: TraversalProfile(
+        parent=0.4, sequence=0.3, bridge=0.5, comention=0.5, entity=0.6
+    ),
 }
 # fmt: on

@@ -53,6 +53,7 @@ RELATIONS: Mapping[str, tuple[RelType, ...]] = {
     "solves": (RelType.SOLVES,),
     "related": (RelType.RELATED_TO,),
     "synonym": (RelType.SYNONYM_OF,),
+    "comention": (RelType.CO_MENTIONED,),
 }
 _LEVEL_OF = {
     NodeLabel.DOCUMENT: Level.DOCUMENT,
@@ -298,6 +299,7 @@ _EDGE_SOURCES: Mapping[RelType, tuple[NodeLabel, ...]] = {
     RelType.NEXT: (NodeLabel.SECTION, NodeLabel.PROPOSITION, NodeLabel.DOCUMENT),
     RelType.RELATED_TO: (NodeLabel.ENTITY,),
     RelType.SYNONYM_OF: (NodeLabel.ENTITY,),
+    RelType.CO_MENTIONED: (NodeLabel.ENTITY,),
 }
 _CHUNK_SOURCES = (NodeLabel.DOCUMENT, NodeLabel.SECTION, NodeLabel.PROPOSITION)
 
@@ -340,8 +342,10 @@ def load_projection(
         op="projection",
     ):
         b.add_alias(str(r["form"]), str(r["ekey"]))
+    # Switched off, sentence links stored by an earlier corpus pass are not walked either.
+    skip = set() if store.settings.sentence_links else {RelType.CO_MENTIONED}
     for group, types in RELATIONS.items():
-        for rel in types:
+        for rel in (t for t in types if t not in skip):
             for label in _EDGE_SOURCES.get(rel, _CHUNK_SOURCES):
                 rows = store.read(
                     f"MATCH (a:{label.value} {{ns: $ns}})-[r:{rel.value}]->(b) "

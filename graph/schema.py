@@ -60,6 +60,7 @@ class RelType(StrEnum):
     VIEWED = "VIEWED"  # User -> Document (view_count, first/last_viewed_at)
     ALIAS_OF = "ALIAS_OF"  # Alias -> Entity
     SYNONYM_OF = "SYNONYM_OF"  # Entity -> Entity whose name the dense encoder finds equivalent
+    CO_MENTIONED = "CO_MENTIONED"  # Entity -> Entity named in one sentence (stored once)
 
 
 class EdgeSource(StrEnum):
@@ -78,6 +79,7 @@ class EdgeSource(StrEnum):
     LINK = "link"
     LLM = "llm"
     SYNONYMY = "synonymy"
+    SENTENCE = "sentence"
     CONVERSATION = "conversation"
     USER = "user"
 
@@ -88,6 +90,7 @@ INFERRED_SOURCES: frozenset[EdgeSource] = frozenset(
         EdgeSource.EXTRACTOR,
         EdgeSource.GAZETTEER,
         EdgeSource.COOCCURRENCE,
+        EdgeSource.SENTENCE,
         EdgeSource.KEYWORDS,
         EdgeSource.ERROR,
         EdgeSource.LLM,
@@ -105,6 +108,7 @@ CORPUS_SOURCES: frozenset[EdgeSource] = frozenset(
         EdgeSource.EXTRACTOR,
         EdgeSource.GAZETTEER,
         EdgeSource.COOCCURRENCE,
+        EdgeSource.SENTENCE,
         EdgeSource.KEYWORDS,
         EdgeSource.CODE,
         EdgeSource.ERROR,
@@ -142,6 +146,7 @@ ENDPOINTS: Mapping[RelType, tuple[frozenset[NodeLabel], frozenset[NodeLabel]]] =
     RelType.VIEWED: (frozenset({NodeLabel.USER}), frozenset({NodeLabel.DOCUMENT})),
     RelType.ALIAS_OF: (frozenset({NodeLabel.ALIAS}), _ENTITY),
     RelType.SYNONYM_OF: (_ENTITY, _ENTITY),
+    RelType.CO_MENTIONED: (_ENTITY, _ENTITY),
 }
 
 # Relationship types through which an entity stays "in use" (not orphaned).

@@ -43,7 +43,8 @@ def relation_weights(profile: TraversalProfile) -> dict[str, tuple[float, float]
     explain it (and to its synonyms), not back to every chunk that merely names it: the next
     hop of a question is the passage about the bridge entity, and a name shared by a hundred
     passages would otherwise scatter the walk over them. Structural and typed edges weigh as
-    much as the profile's traversal that walks them, both ways.
+    much as the profile's traversal that walks them, both ways; so do sentence co-mentions
+    (`graph/comentions.py`), stored once per pair.
     """
     code = max(profile.examples, profile.definitions)
 
@@ -61,6 +62,7 @@ def relation_weights(profile: TraversalProfile) -> dict[str, tuple[float, float]
         "solves": both(profile.solutions),
         "related": both(profile.related),
         "synonym": both(1.0),
+        "comention": both(profile.comention),
     }
 
 

@@ -131,6 +131,25 @@ class TestLoad:
         assert p.relations["sequence"][p.chunk_rows["s0"], s1] > 0
         assert p.stamp is not None
 
+    def test_sentence_links_are_walked_only_when_switched_on(
+        self, graph_store: GraphStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        _write(graph_store)
+        ends = [NodeRef(NodeLabel.ENTITY, e) for e in ("hillage", "replica")]
+        link = edge_row(
+            RelType.CO_MENTIONED, *ends, conf=0.5, weight=0.8, source=EdgeSource.SENTENCE
+        )
+        entity = entity_row("hillage", "Steve Hillage")
+        graph_store.write_batch(GraphBatch(entities=(entity,), edges=(link,)))
+        on = graph_store.settings.model_copy(update={"sentence_links": True})
+        monkeypatch.setattr(graph_store, "settings", on)
+        p = load_projection(graph_store)
+        hillage, replica = p.entity_rows["hillage"], p.entity_rows["replica"]
+        assert p.relations["comention"][hillage, replica] == pytest.approx(0.4)
+        off = graph_store.settings.model_copy(update={"sentence_links": False})
+        monkeypatch.setattr(graph_store, "settings", off)
+        assert "comention" not in load_projection(graph_store).relations
+
     def test_holder_swaps_in_a_rebuild_only_after_a_write(self, graph_store: GraphStore) -> None:
         _write(graph_store)
         holder = ProjectionHolder(

@@ -64,6 +64,14 @@ class TestSources:
             assert kept not in gs.INFERRED_SOURCES
             assert kept not in gs.CORPUS_SOURCES
 
+    def test_corpus_pass_owns_and_replaces_sentence_links(self) -> None:
+        assert gs.EdgeSource.SENTENCE in gs.CORPUS_SOURCES
+        assert gs.EdgeSource.SENTENCE in gs.INFERRED_SOURCES
+        assert gs.ENDPOINTS[gs.RelType.CO_MENTIONED] == (
+            frozenset({gs.NodeLabel.ENTITY}),
+            frozenset({gs.NodeLabel.ENTITY}),
+        )
+
     def test_corpus_pass_does_not_own_other_writers_edges(self) -> None:
         for other in (gs.EdgeSource.LLM, gs.EdgeSource.SYNONYMY):
             assert other in gs.INFERRED_SOURCES

@@ -157,3 +157,30 @@ def test_bridge_links_follow_the_seeds_rare_explained_entities() -> None:
     assert links[0].metadata["graph_kinds"] == ["link"]
     # A seed's own document is never a link target; an entity nobody explains links nowhere.
     assert bridge_links(p, {p.chunk_rows["hillage"]: 1.0}, GraphSettings()) == []
+
+
+def test_a_sentence_comention_carries_the_walk_to_the_next_hop() -> None:
+    """Multi-hop walks follow CO_MENTIONED both ways, code walks do not; the edge lifts the
+    next hop's passage in a walk that restarts on the question's entity alone."""
+    assert MULTI_HOP["comention"] == (1.0, 1.0)
+    assert relation_weights(PROFILES[QueryType.CODE])["comention"] == (0.0, 0.0)
+    base = bridge_graph()
+    b = ProjectionBuilder()
+    for row, node in enumerate(base.nodes.ids):
+        if row in base.nodes.names:
+            b.add_entity(node, node, base.nodes.names[row], float(base.nodes.df[row]))
+        else:
+            b.add_chunk(node, node, base.doc_id(row), base.level_of(row))
+    for group, matrix in base.relations.items():
+        coo = matrix.tocoo()
+        for u, v, w in zip(coo.row.tolist(), coo.col.tolist(), coo.data.tolist(), strict=True):
+            b.add_edge(group, base.nodes.ids[u], base.nodes.ids[v], float(w))
+    assert b.add_edge("comention", "e-green", "e-hillage", 0.5)
+    linked = b.build(stamp="t")
+    settings = GraphSettings(walk_tolerance=1e-9)
+
+    def hillage_score(p: GraphProjection) -> float:
+        request = WalkRequest(entities={p.entity_rows["e-green"]: 1.0}, seeds={}, weights=MULTI_HOP)
+        return next(h.score for h in walk(p, request, settings, limit=10) if h.id == "hillage")
+
+    assert hillage_score(linked) > hillage_score(base)
