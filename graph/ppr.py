@@ -31,21 +31,20 @@ Weights = Mapping[str, tuple[float, float]]  # relation -> (along stored edges, 
 
 @dataclass(frozen=True, slots=True)
 class Transition:
-    """A weighted, directed adjacency, its transpose (who feeds a node, for explanations) and
-    inverse weighted out-degrees: row `u` of the walk's transition matrix is
-    `adjacency[u] * inv_degree[u]`."""
+    """A weighted, directed adjacency, its transpose (who feeds a node, for explanations),
+    inverse weighted out-degrees (row `u` of the walk's transition matrix is
+    `adjacency[u] * inv_degree[u]`) and, per transposed entry, the relation group that weighs
+    most there (to name a path's steps)."""
 
     adjacency: sp.csr_matrix
     incoming: sp.csr_matrix
     inv_degree: FloatArray
-    groups: tuple[str, ...] = ()
-    incoming_group: IntArray | None = None  # per `incoming` entry: the group weighing most there
+    groups: tuple[str, ...]
+    incoming_group: IntArray  # per `incoming` entry: the index in `groups` weighing most there
 
     def group_of(self, u: int, v: int) -> str | None:
         """The relation group that weighs most on the step u -> v (None: no such edge), read
         off an array built with the walk, so naming a hit's path costs one lookup per step."""
-        if self.incoming_group is None:
-            return None
         lo, hi = self.incoming.indptr[v], self.incoming.indptr[v + 1]
         i = lo + int(np.searchsorted(self.incoming.indices[lo:hi], u))
         if i >= hi or self.incoming.indices[i] != u:
