@@ -41,6 +41,7 @@ class Transition:
     inv_degree: FloatArray
     groups: tuple[str, ...]
     incoming_group: IntArray  # per `incoming` entry: the index in `groups` weighing most there
+    incoming_max: FloatArray  # per node: its heaviest incoming edge (0 without any)
 
     def group_of(self, u: int, v: int) -> str | None:
         """The relation group that weighs most on the step u -> v (None: no such edge), read
@@ -79,12 +80,17 @@ class Transition:
         inv = np.zeros_like(degree, dtype=np.float32)
         np.divide(1.0, degree, out=inv, where=degree > 0)
         groups = tuple(g for g in weights if g in relations)
+        heaviest = np.zeros(n, dtype=np.float32)
+        filled = np.flatnonzero(np.diff(incoming.indptr) > 0)
+        if filled.size:
+            heaviest[filled] = np.maximum.reduceat(incoming.data, incoming.indptr[filled])
         return cls(
             adjacency=total,
             incoming=incoming,
             inv_degree=inv,
             groups=groups,
             incoming_group=_strongest_groups(relations, weights, groups, incoming),
+            incoming_max=heaviest,
         )
 
 
@@ -210,6 +216,31 @@ def top_nodes(rank: PageRank, eligible: np.ndarray, limit: int) -> list[tuple[in
     return [(int(nodes[i]), float(values[i])) for i in order if values[i] > 0]
 
 
+@dataclass(frozen=True, slots=True)
+class Pushers:
+    """The nodes that pushed hardest in one walk (`score[u] / degree(u)`, what `u` hands each
+    unit of edge weight), ascending, and the largest push of any other node: enough to find the
+    strongest feeder of a hub without reading its whole incoming row."""
+
+    nodes: IntArray
+    bound: float
+
+    @classmethod
+    def of(cls, transition: Transition, rank: PageRank, count: int = 64) -> Pushers:
+        push = rank.scores[rank.nodes] * transition.inv_degree[rank.nodes]
+        if rank.nodes.size <= count:
+            order = np.argsort(rank.nodes)
+            return cls(nodes=rank.nodes[order], bound=0.0)
+        part = np.argpartition(-push, count)
+        top, rest = part[:count], part[count]
+        order = top[np.argsort(rank.nodes[top])]
+        return cls(nodes=rank.nodes[order], bound=float(push[rest]))
+
+
+HUB_ROW = 64
+"""Incoming rows longer than this are searched through `Pushers` first."""
+
+
 def explain(
     transition: Transition,
     scores: FloatArray,
@@ -217,25 +248,55 @@ def explain(
     reset: Sequence[int] | frozenset[int],
     *,
     max_length: int = 4,
+    pushers: Pushers | None = None,
 ) -> list[int]:
     """The path that carried the most mass into `target`, read backwards: at each node the
-    node whose flow into it (`score[u] * weight(u, v) / degree(u)`) is largest, until a
-    reset node (where the walk started) or `max_length` steps. Returned start first."""
+    node whose flow into it (`score[u] * weight(u, v) / degree(u)`) is largest (the lowest
+    node on a tie), until a reset node (where the walk started) or `max_length` steps.
+    Returned start first. `pushers` (of the walk that gave `scores`) only makes it faster."""
     starts = frozenset(int(r) for r in reset)
-    incoming = transition.incoming
     path = [int(target)]
     node = int(target)
     while node not in starts and len(path) <= max_length:
-        lo, hi = incoming.indptr[node], incoming.indptr[node + 1]
-        feeders = incoming.indices[lo:hi]
-        if feeders.size == 0:
+        feeder = _strongest_feeder(transition, scores, node, path, pushers)
+        if feeder is None:
             break
-        flow = scores[feeders] * incoming.data[lo:hi] * transition.inv_degree[feeders]
-        for visited in path:  # a path of a few nodes: cheaper than np.isin
-            flow[feeders == visited] = 0.0
-        best = int(np.argmax(flow))
-        if flow[best] <= 0:
-            break
-        node = int(feeders[best])
+        node = feeder
         path.append(node)
     return path[::-1]
+
+
+def _strongest_feeder(
+    transition: Transition,
+    scores: FloatArray,
+    node: int,
+    path: Sequence[int],
+    pushers: Pushers | None,
+) -> int | None:
+    incoming = transition.incoming
+    lo, hi = int(incoming.indptr[node]), int(incoming.indptr[node + 1])
+    if pushers is not None and hi - lo > HUB_ROW:
+        # A hub's feeders are mostly nodes the walk barely reached: if the strongest pushers
+        # that feed it beat what any other node could send over the row's heaviest edge, the
+        # answer is among them (ties need the full row: it picks the lowest node).
+        feeders = incoming.indices[lo:hi]
+        at = np.minimum(np.searchsorted(feeders, pushers.nodes), feeders.size - 1)
+        fed = (feeders[at] == pushers.nodes) & ~np.isin(pushers.nodes, path)
+        candidates = pushers.nodes
+        flow = np.where(
+            fed,
+            scores[candidates] * incoming.data[lo + at] * transition.inv_degree[candidates],
+            0.0,
+        )
+        best = int(np.argmax(flow))
+        # The margin covers the bound's other rounding order.
+        if flow[best] > pushers.bound * float(transition.incoming_max[node]) * (1 + 1e-9):
+            return int(candidates[best])
+    feeders = incoming.indices[lo:hi]
+    if feeders.size == 0:
+        return None
+    flow = scores[feeders] * incoming.data[lo:hi] * transition.inv_degree[feeders]
+    for visited in path:  # a path of a few nodes: cheaper than np.isin
+        flow[feeders == visited] = 0.0
+    best = int(np.argmax(flow))
+    return int(feeders[best]) if flow[best] > 0 else None

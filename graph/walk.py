@@ -20,6 +20,7 @@ from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import GraphPath, Hit
 from rayweave.graph.names import query_forms
 from rayweave.graph.ppr import (
+    Pushers,
     Transition,
     Weights,
     explain,
@@ -146,9 +147,10 @@ def walk(
         tolerance=settings.walk_tolerance,
     )
     starts = frozenset(reset)
+    pushers = Pushers.of(transition, rank)
     hits = []
     for row, score in top_nodes(rank, projection.chunk_mask(), limit):
-        path = explain(transition, rank.scores, row, starts)
+        path = explain(transition, rank.scores, row, starts, pushers=pushers)
         hits.append(
             _hit(
                 projection,

@@ -7,6 +7,8 @@ import pytest
 import scipy.sparse as sp
 
 from rayweave.graph.ppr import (
+    HUB_ROW,
+    Pushers,
     Transition,
     explain,
     personalized_pagerank,
@@ -140,3 +142,30 @@ def test_explain_walks_back_the_largest_flow() -> None:
     assert explain(t, rank.scores, 4, {0}) == [0, 1, 3, 4]
     assert explain(t, rank.scores, 0, {0}) == [0]
     assert explain(t, rank.scores, 4, {0}, max_length=1) == [3, 4]
+
+
+def test_explanations_through_hubs_equal_the_full_scan() -> None:
+    """A Zipf graph of passages and entities (hubs named by hundreds of passages): the paths
+    found through the walk's strongest pushers are the ones a pass over every row finds."""
+    rng = np.random.default_rng(7)
+    passages, entities = 3000, 300
+    popularity = 1.0 / np.arange(1, entities + 1) ** 1.1
+    named = rng.choice(entities, size=(passages, 6), p=popularity / popularity.sum())
+    rows = np.repeat(np.arange(passages), 6)
+    mentions = sp.csr_matrix(
+        (np.ones(rows.size, dtype=np.float32), (rows, passages + named.ravel())),
+        shape=(passages + entities,) * 2,
+    )
+    mentions.sum_duplicates()
+    t = Transition.combine({"m": mentions}, {"m": (1.0, 0.5)})
+    assert np.diff(t.incoming.indptr).max() > 4 * HUB_ROW  # the shortcut is exercised
+    shortcut = 0
+    for trial in range(20):
+        reset = {int(r): 1.0 for r in rng.choice(passages, size=4, replace=False)}
+        rank = personalized_pagerank(t, reset, tolerance=1e-5)
+        pushers = Pushers.of(t, rank, count=16 + trial)
+        for row, _ in top_nodes(rank, np.arange(passages + entities) < passages, 200):
+            full = explain(t, rank.scores, row, set(reset))
+            assert explain(t, rank.scores, row, set(reset), pushers=pushers) == full
+            shortcut += any(np.diff(t.incoming.indptr)[n] > HUB_ROW for n in full[1:])
+    assert shortcut > 0
