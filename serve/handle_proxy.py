@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from ray.exceptions import RayActorError
 from ray.serve.handle import DeploymentHandle
+
+logger = logging.getLogger(__name__)
 
 
 class HandleProxy:
@@ -20,24 +23,57 @@ class HandleProxy:
     cancelled: by then the router has usually dropped the dead replica, and every call here is
     safe to repeat (reads, and message writes keyed by their id). The request deadline still
     bounds the whole.
+
+    A deployment whose work is a pure function of its arguments (the rule classifier, fusion)
+    can also be given as `local`, an in-process instance: a call that fails both times, or that
+    has not answered within `timeout_s`, is answered by it instead, so such a stage never
+    fails or stalls a request; the result is the same, only where it ran differs.
     """
 
-    def __init__(self, handle: DeploymentHandle[Any]) -> None:
+    def __init__(
+        self,
+        handle: DeploymentHandle[Any],
+        *,
+        local: object | None = None,
+        timeout_s: float | None = None,
+    ) -> None:
         self._handle = handle
+        self._local = local
+        self._timeout_s = timeout_s
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         method = getattr(self._handle, name)
 
-        async def call(*args: Any, **kwargs: Any) -> Any:
+        async def remote(*args: Any, **kwargs: Any) -> Any:
             try:
                 return await method.remote(*args, **kwargs)
             except RayActorError:  # ActorDiedError, ActorUnavailableError
                 return await method.remote(*args, **kwargs)
             except asyncio.CancelledError:
-                task = asyncio.current_task()
-                if task is None or task.cancelling():
+                if _cancelling():
                     raise  # this request itself is cancelled (its deadline): no retry
                 # Cancelled under us, not by us: the call's replica was torn down mid-call.
                 return await method.remote(*args, **kwargs)
 
-        return call
+        if self._local is None:
+            return remote
+        fallback = getattr(self._local, name)
+
+        async def bounded(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await asyncio.wait_for(remote(*args, **kwargs), timeout=self._timeout_s)
+            except asyncio.CancelledError:
+                if _cancelling():
+                    raise
+                failure: BaseException = asyncio.CancelledError()
+            except Exception as exc:  # noqa: BLE001 - any failure of the remote call falls back
+                failure = exc
+            logger.warning("%s failed remotely (%r); answered in process", name, failure)
+            return await fallback(*args, **kwargs)
+
+        return bounded
+
+
+def _cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0

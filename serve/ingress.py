@@ -28,19 +28,28 @@ class IngressDeployment:
         web: DeploymentHandle[Any] | None = None,
         refiner: DeploymentHandle[Any] | None = None,
     ) -> None:
+        from rayweave.serve.classifier import RuleClassifier
+        from rayweave.serve.fusion import FusionRanker
+
         self.settings = settings
         vector_proxy = HandleProxy(vector)
         graph_proxy = HandleProxy(graph) if graph is not None else None
+        # Classification and fusion are pure and cheap: answered here if their deployment fails
+        # or stalls (a replica on a dying node). The rule classifier takes about a millisecond,
+        # so its call may use a tenth of the deadline that the retrievers need.
+        deadline_s = settings.serve.deadline_ms / 1000
         pipeline = SearchPipeline(
-            classifier=HandleProxy(classifier),
+            classifier=HandleProxy(classifier, local=RuleClassifier(), timeout_s=deadline_s / 10),
             planner=planner(settings.serve.retrieval),
             vector=vector_proxy,
             hydrator=vector_proxy,
-            fuser=HandleProxy(fusion),
+            fuser=HandleProxy(
+                fusion, local=FusionRanker(settings.serve.retrieval), timeout_s=deadline_s
+            ),
             graph=graph_proxy,
             web=HandleProxy(web) if web is not None else None,
             refiner=HandleProxy(refiner) if refiner is not None else None,
-            deadline_s=settings.serve.deadline_ms / 1000,
+            deadline_s=deadline_s,
             read_floor_s=settings.serve.read_floor_ms / 1000,
         )
         self.service = SearchService(

@@ -266,6 +266,11 @@ class SearchPipeline:
             timeout = max(deadline - time.perf_counter(), self.read_floor_s)
             try:
                 return await asyncio.wait_for(self.hydrator.hydrate(ids), timeout=timeout)
+            except asyncio.CancelledError as exc:
+                task = asyncio.current_task()
+                if task is None or task.cancelling():
+                    raise  # the request itself is cancelled
+                failure = exc  # cancelled under us: the replica was torn down mid-call
             except Exception as exc:  # noqa: BLE001 - a dying replica raises any Ray error; retried
                 failure = exc
         raise VectorStoreError(

@@ -1,5 +1,6 @@
 """HandleProxy: a deployment handle called like the component it fronts, retried once when the
-replica under a call dies."""
+replica under a call dies, and answered in process when it has a local twin and the deployment
+fails or stalls."""
 
 from __future__ import annotations
 
@@ -89,3 +90,59 @@ def test_a_request_cancelled_itself_is_not_retried() -> None:
 
     asyncio.run(cancel_midway())
     assert handle.classify.calls == 1
+
+
+class _Local:
+    async def classify(self, text: str) -> str:
+        return f"local {text}"
+
+
+def test_a_call_that_fails_twice_is_answered_by_the_local_twin() -> None:
+    handle: Any = _Handle(failures=2)
+    proxy = HandleProxy(handle, local=_Local(), timeout_s=1.0)
+    assert asyncio.run(proxy.classify("q")) == "local q"
+    assert len(handle.classify.calls) == 2
+
+
+def test_a_stalled_call_is_answered_by_the_local_twin_at_its_bound() -> None:
+    handle: Any = type("H", (), {"classify": _Hangs()})()
+    proxy = HandleProxy(handle, local=_Local(), timeout_s=0.05)
+
+    async def timed() -> tuple[str, float]:
+        started = asyncio.get_running_loop().time()
+        answer = await proxy.classify("q")
+        return answer, asyncio.get_running_loop().time() - started
+
+    answer, seconds = asyncio.run(timed())
+    assert answer == "local q"
+    assert seconds < 1.0
+
+
+def test_a_healthy_deployment_answers_itself() -> None:
+    handle: Any = _Handle(failures=0)
+    assert asyncio.run(HandleProxy(handle, local=_Local()).classify("q")) == "classified q"
+
+
+def test_a_request_cancelled_itself_is_not_answered_locally() -> None:
+    handle: Any = type("H", (), {"classify": _Hangs()})()
+    proxy = HandleProxy(handle, local=_Local(), timeout_s=10.0)
+
+    async def cancel_midway() -> None:
+        task = asyncio.ensure_future(proxy.classify("q"))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_midway())
+
+
+class _AlwaysCancelledUnder:
+    async def remote(self, text: str) -> str:
+        raise asyncio.CancelledError
+
+
+def test_a_call_cancelled_under_the_request_twice_is_answered_locally() -> None:
+    handle: Any = type("H", (), {"classify": _AlwaysCancelledUnder()})()
+    proxy = HandleProxy(handle, local=_Local(), timeout_s=1.0)
+    assert asyncio.run(proxy.classify("q")) == "local q"

@@ -168,6 +168,25 @@ def test_a_retriever_cancelled_under_the_request_degrades_it() -> None:
     assert outcome.degraded == ["vector"]
 
 
+class ReadCancelledOnce(ListedHits):
+    """A hydrator whose first read comes back cancelled (its replica torn down mid-call)."""
+
+    async def hydrate(self, ids: list[str]) -> dict[str, Hit]:
+        self.reads.append(list(ids))
+        if len(self.reads) == 1:
+            raise asyncio.CancelledError
+        return {i: self.stored[i] for i in ids if i in self.stored}
+
+
+def test_a_page_read_cancelled_under_the_request_is_tried_again() -> None:
+    from rayweave.serve.schemas import Profile
+
+    listed = ReadCancelledOnce([Hit(id="c0", doc_id="d0", text="passage 0", score=1.0)])
+    outcome = asyncio.run(pipeline_over(listed).search("leases", top_k=1, profile=Profile.DENSE))
+    assert [h.text for h in outcome.hits] == ["passage 0"]
+    assert len(listed.reads) == 2
+
+
 @pytest.mark.integration
 def test_a_second_copy_of_a_file_folds_into_the_first_hit(
     ray_stack: Settings, graph_connection: object, tmp_path: Path
