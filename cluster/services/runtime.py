@@ -57,7 +57,9 @@ def _port_open(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
-def _ray_env(settings: Settings) -> dict[str, str]:
+def ray_environment(settings: Settings) -> dict[str, str]:
+    """The environment rayweave's Ray processes start with; the raylets pass it to every worker
+    (Serve's controller, proxies and replicas included)."""
     # Explicit either way: once ~/.ray/auth_token exists, Ray turns token mode on by itself.
     mode = "token" if settings.ray.auth == "token" else "disabled"
     return {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": mode}
@@ -66,14 +68,14 @@ def _ray_env(settings: Settings) -> dict[str, str]:
 def apply_ray_environment(settings: Settings) -> None:
     """Set Ray's process environment for these settings. Call at an edge (CLI, job, tests)
     before Ray is imported anywhere: Ray reads RAY_AUTH_MODE once, at import time."""
-    os.environ.update(_ray_env(settings))
+    os.environ.update(ray_environment(settings))
 
 
 def job_submit_env(settings: Settings) -> dict[str, str]:
     """Environment a shell needs for `ray job submit` / `ray status` against this cluster."""
     return {
         "RAY_ADDRESS": f"http://{settings.ray.dashboard_host}:{settings.ray.dashboard_port}",
-        "RAY_AUTH_MODE": _ray_env(settings)["RAY_AUTH_MODE"],
+        "RAY_AUTH_MODE": ray_environment(settings)["RAY_AUTH_MODE"],
     }
 
 
@@ -240,7 +242,7 @@ def _ray_start(
     settings: Settings, cmd: list[str], log: Path, *, what: str, path: str | None = None
 ) -> None:
     """Run a `ray start` command line with Ray's environment, its output to `log`."""
-    env = {**os.environ, **_ray_env(settings)}
+    env = {**os.environ, **ray_environment(settings)}
     if path is not None:
         env["PATH"] = path
     with log.open("w") as out:
