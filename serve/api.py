@@ -11,13 +11,12 @@ the error mapping of `serve/errors.py`.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Query, Request
-from fastapi.responses import FileResponse, Response
+from fastapi import Depends, FastAPI, Query
+from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from rayweave.cluster import __version__
@@ -28,6 +27,7 @@ from rayweave.serve.body_limit import BodyLimit
 from rayweave.serve.conversation import ConversationMessage
 from rayweave.serve.errors import install_error_handlers
 from rayweave.serve.rate_limit import RateLimiter
+from rayweave.serve.request_metrics import RequestMetrics
 from rayweave.serve.schemas import AnswerResponse, ResultItem, SearchRequest, SearchResponse
 from rayweave.serve.service import SearchService
 
@@ -124,7 +124,8 @@ def create_api(
 
 
 def _install_middleware(app: FastAPI, settings: ServeSettings, metrics: ApiMetrics) -> None:
-    """Body limit, CORS when origins are configured, and request metrics."""
+    """Body limit, CORS when origins are configured, and request metrics (outermost: added
+    last)."""
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     if settings.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
@@ -136,15 +137,4 @@ def _install_middleware(app: FastAPI, settings: ServeSettings, metrics: ApiMetri
             allow_headers=["*"],
         )
 
-    @app.middleware("http")
-    async def _metrics(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        started = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        path = getattr(route, "path", "unmatched")
-        metrics.request(
-            route=path, status=response.status_code, seconds=time.perf_counter() - started
-        )
-        return response
+    app.add_middleware(RequestMetrics, recorder=metrics)
