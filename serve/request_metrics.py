@@ -18,7 +18,8 @@ class RequestMetrics:
     app raised before answering) and its duration.
 
     Pure ASGI rather than Starlette's `@app.middleware("http")`, which runs each request through
-    an extra task and a re-streamed response: about 1 ms of CPU per search on this machine.
+    an extra task and a re-streamed response (a bare FastAPI app on this machine: 0.6 ms of CPU
+    per request with it, 0.2 with this or with none).
     """
 
     def __init__(self, app: ASGIApp, recorder: RequestRecorder) -> None:
