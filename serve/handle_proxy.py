@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 from ray.exceptions import RayActorError
@@ -24,6 +24,12 @@ class HandleProxy:
     safe to repeat (reads, and message writes keyed by their id). The request deadline still
     bounds the whole.
 
+    A replica on a node that was just killed neither answers nor fails: its calls hang until the
+    connection is declared lost (about 2 s here, the whole default deadline). So the reads named
+    in `hedged` are sent a second time when the first has not answered after `hedge_after_s`
+    (Dean and Barroso's hedged requests), the router sending that copy to a replica that answers
+    its probes; the first answer wins and the other call is cancelled.
+
     A deployment whose work is a pure function of its arguments (the rule classifier, fusion)
     can also be given as `local`, an in-process instance: a call that fails both times, or that
     has not answered within `timeout_s`, is answered by it instead, so such a stage never
@@ -36,24 +42,36 @@ class HandleProxy:
         *,
         local: object | None = None,
         timeout_s: float | None = None,
+        hedged: Collection[str] = (),
+        hedge_after_s: float | None = None,
     ) -> None:
         self._handle = handle
         self._local = local
         self._timeout_s = timeout_s
+        self._hedged = frozenset(hedged) if hedge_after_s else frozenset()
+        self._hedge_after_s = hedge_after_s or 0.0
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         method = getattr(self._handle, name)
+        hedge_after = self._hedge_after_s if name in self._hedged else None
+
+        def send(*args: Any, **kwargs: Any) -> Awaitable[Any]:
+            def call() -> Awaitable[Any]:
+                response: Awaitable[Any] = method.remote(*args, **kwargs)
+                return response
+
+            return _first_answer(call, hedge_after) if hedge_after else call()
 
         async def remote(*args: Any, **kwargs: Any) -> Any:
             try:
-                return await method.remote(*args, **kwargs)
+                return await send(*args, **kwargs)
             except RayActorError:  # ActorDiedError, ActorUnavailableError
-                return await method.remote(*args, **kwargs)
+                return await send(*args, **kwargs)
             except asyncio.CancelledError:
                 if _cancelling():
                     raise  # this request itself is cancelled (its deadline): no retry
                 # Cancelled under us, not by us: the call's replica was torn down mid-call.
-                return await method.remote(*args, **kwargs)
+                return await send(*args, **kwargs)
 
         if self._local is None:
             return remote
@@ -72,6 +90,31 @@ class HandleProxy:
             return await fallback(*args, **kwargs)
 
         return bounded
+
+
+async def _first_answer(call: Callable[[], Awaitable[Any]], hedge_after_s: float) -> Any:
+    """`call()`'s answer; if none came within `hedge_after_s`, the first answer of it and of a
+    second `call()`. Both failing raises the later failure; whatever is left is cancelled."""
+    calls: list[asyncio.Future[Any]] = [asyncio.ensure_future(call())]
+    try:
+        done, _ = await asyncio.wait(calls, timeout=hedge_after_s)
+        if done:
+            return calls[0].result()
+        calls.append(asyncio.ensure_future(call()))
+        pending: set[asyncio.Future[Any]] = set(calls)
+        failure: BaseException = asyncio.CancelledError()
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for future in done:
+                if future.cancelled():
+                    continue
+                if future.exception() is None:
+                    return future.result()
+                failure = future.exception() or failure
+        raise failure
+    finally:
+        for future in calls:
+            future.cancel()
 
 
 def _cancelling() -> bool:

@@ -32,8 +32,15 @@ class IngressDeployment:
         from rayweave.serve.fusion import FusionRanker
 
         self.settings = settings
-        vector_proxy = HandleProxy(vector)
-        graph_proxy = HandleProxy(graph) if graph is not None else None
+        hedge_after_s = settings.serve.hedge_after_ms / 1000
+        vector_proxy = HandleProxy(
+            vector, hedged=("retrieve", "hydrate"), hedge_after_s=hedge_after_s
+        )
+        graph_proxy = (
+            HandleProxy(graph, hedged=("retrieve", "expand"), hedge_after_s=hedge_after_s)
+            if graph is not None
+            else None
+        )
         # Classification and fusion are pure and cheap: answered here if their deployment fails
         # or stalls (a replica on a dying node). The rule classifier takes about a millisecond,
         # so its call may use a tenth of the deadline that the retrievers need.

@@ -146,3 +146,75 @@ def test_a_call_cancelled_under_the_request_twice_is_answered_locally() -> None:
     handle: Any = type("H", (), {"classify": _AlwaysCancelledUnder()})()
     proxy = HandleProxy(handle, local=_Local(), timeout_s=1.0)
     assert asyncio.run(proxy.classify("q")) == "local q"
+
+
+class _HangsFirst:
+    """The first call hangs (its replica's node was just killed); later ones answer at once.
+    Records which calls were cancelled."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.cancelled: list[int] = []
+
+    async def remote(self, text: str) -> str:
+        self.calls += 1
+        number = self.calls
+        if number == 1:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                self.cancelled.append(number)
+                raise
+        return f"answer {number} to {text}"
+
+
+def test_a_read_unanswered_past_the_hedge_delay_is_sent_again_and_the_first_answer_wins() -> None:
+    handle: Any = type("H", (), {"retrieve": _HangsFirst()})()
+    proxy = HandleProxy(handle, hedged=("retrieve",), hedge_after_s=0.05)
+    assert asyncio.run(proxy.retrieve("q")) == "answer 2 to q"
+    assert handle.retrieve.calls == 2
+    assert handle.retrieve.cancelled == [1]  # the hung call is not left behind
+
+
+def test_a_prompt_answer_is_not_hedged_and_unlisted_methods_never_are() -> None:
+    handle: Any = _Handle(failures=0)
+    proxy = HandleProxy(handle, hedged=("classify",), hedge_after_s=0.05)
+    assert asyncio.run(proxy.classify("q")) == "classified q"
+    assert len(handle.classify.calls) == 1
+
+    hung: Any = type("H", (), {"classify": _HangsFirst()})()
+    unlisted = HandleProxy(hung, hedged=("retrieve",), hedge_after_s=0.01)
+
+    async def bounded() -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(unlisted.classify("q"), timeout=0.2)
+
+    asyncio.run(bounded())
+    assert hung.classify.calls == 1
+
+
+class _HangsAlways(_HangsFirst):
+    async def remote(self, text: str) -> str:
+        self.calls += 1
+        number = self.calls
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled.append(number)
+            raise
+        return text
+
+
+def test_cancelling_the_request_cancels_both_copies() -> None:
+    handle: Any = type("H", (), {"retrieve": _HangsAlways()})()
+    proxy = HandleProxy(handle, hedged=("retrieve",), hedge_after_s=0.01)
+
+    async def cancel_after_the_hedge() -> None:
+        task = asyncio.ensure_future(proxy.retrieve("q"))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_after_the_hedge())
+    assert sorted(handle.retrieve.cancelled) == [1, 2]
