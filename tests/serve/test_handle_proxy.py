@@ -149,17 +149,18 @@ def test_a_call_cancelled_under_the_request_twice_is_answered_locally() -> None:
 
 
 class _HangsFirst:
-    """The first call hangs (its replica's node was just killed); later ones answer at once.
-    Records which calls were cancelled."""
+    """Calls before number `answer_from` hang (their replica's node was just killed); later ones
+    answer at once (None: every call hangs). Records which calls were cancelled."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer_from: int | None = 2) -> None:
+        self.answer_from = answer_from
         self.calls = 0
         self.cancelled: list[int] = []
 
     async def remote(self, text: str) -> str:
         self.calls += 1
         number = self.calls
-        if number == 1:
+        if self.answer_from is None or number < self.answer_from:
             try:
                 await asyncio.Event().wait()
             except asyncio.CancelledError:
@@ -193,20 +194,8 @@ def test_a_prompt_answer_is_not_hedged_and_unlisted_methods_never_are() -> None:
     assert hung.classify.calls == 1
 
 
-class _HangsAlways(_HangsFirst):
-    async def remote(self, text: str) -> str:
-        self.calls += 1
-        number = self.calls
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            self.cancelled.append(number)
-            raise
-        return text
-
-
 def test_cancelling_the_request_cancels_both_copies() -> None:
-    handle: Any = type("H", (), {"retrieve": _HangsAlways()})()
+    handle: Any = type("H", (), {"retrieve": _HangsFirst(answer_from=None)})()
     proxy = HandleProxy(handle, hedged=("retrieve",), hedge_after_s=0.01)
 
     async def cancel_after_the_hedge() -> None:
