@@ -227,14 +227,12 @@ class Pushers:
 
     @classmethod
     def of(cls, transition: Transition, rank: PageRank, count: int = 64) -> Pushers:
-        push = rank.scores[rank.nodes] * transition.inv_degree[rank.nodes]
         if rank.nodes.size <= count:
-            order = np.argsort(rank.nodes)
-            return cls(nodes=rank.nodes[order], bound=0.0)
+            return cls(nodes=rank.nodes, bound=0.0)
+        push = rank.scores[rank.nodes] * transition.inv_degree[rank.nodes]
         part = np.argpartition(-push, count)
-        top, rest = part[:count], part[count]
-        order = top[np.argsort(rank.nodes[top])]
-        return cls(nodes=rank.nodes[order], bound=float(push[rest]))
+        # `rank.nodes` is ascending, so ascending positions keep the pushers ascending.
+        return cls(nodes=rank.nodes[np.sort(part[:count])], bound=float(push[part[count]]))
 
 
 HUB_ROW = 64
@@ -275,11 +273,11 @@ def _strongest_feeder(
 ) -> int | None:
     incoming = transition.incoming
     lo, hi = int(incoming.indptr[node]), int(incoming.indptr[node + 1])
+    feeders = incoming.indices[lo:hi]
     if pushers is not None and hi - lo > HUB_ROW:
         # A hub's feeders are mostly nodes the walk barely reached: if the strongest pushers
         # that feed it beat what any other node could send over the row's heaviest edge, the
         # answer is among them (ties need the full row: it picks the lowest node).
-        feeders = incoming.indices[lo:hi]
         at = np.minimum(np.searchsorted(feeders, pushers.nodes), feeders.size - 1)
         fed = (feeders[at] == pushers.nodes) & ~np.isin(pushers.nodes, path)
         candidates = pushers.nodes
@@ -292,7 +290,6 @@ def _strongest_feeder(
         # The margin covers the bound's other rounding order.
         if flow[best] > pushers.bound * float(transition.incoming_max[node]) * (1 + 1e-9):
             return int(candidates[best])
-    feeders = incoming.indices[lo:hi]
     if feeders.size == 0:
         return None
     flow = scores[feeders] * incoming.data[lo:hi] * transition.inv_degree[feeders]

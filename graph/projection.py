@@ -139,7 +139,7 @@ class GraphProjection:
         for t in self._transitions.values():
             for a in (t.adjacency, t.incoming):
                 total += a.data.nbytes + a.indices.nbytes + a.indptr.nbytes
-            total += t.inv_degree.nbytes + t.incoming_group.nbytes
+            total += t.inv_degree.nbytes + t.incoming_group.nbytes + t.incoming_max.nbytes
         for a in self._reversed.values():
             total += a.data.nbytes + a.indices.nbytes + a.indptr.nbytes
         n = self.nodes

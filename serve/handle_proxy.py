@@ -10,6 +10,8 @@ from typing import Any
 from ray.exceptions import RayActorError
 from ray.serve.handle import DeploymentHandle
 
+from rayweave.serve.search import request_cancelled
+
 logger = logging.getLogger(__name__)
 
 
@@ -68,7 +70,7 @@ class HandleProxy:
             except RayActorError:  # ActorDiedError, ActorUnavailableError
                 return await send(*args, **kwargs)
             except asyncio.CancelledError:
-                if _cancelling():
+                if request_cancelled():
                     raise  # this request itself is cancelled (its deadline): no retry
                 # Cancelled under us, not by us: the call's replica was torn down mid-call.
                 return await send(*args, **kwargs)
@@ -81,7 +83,7 @@ class HandleProxy:
             try:
                 return await asyncio.wait_for(remote(*args, **kwargs), timeout=self._timeout_s)
             except asyncio.CancelledError:
-                if _cancelling():
+                if request_cancelled():
                     raise
                 failure: BaseException = asyncio.CancelledError()
             except Exception as exc:  # noqa: BLE001 - any failure of the remote call falls back
@@ -115,8 +117,3 @@ async def _first_answer(call: Callable[[], Awaitable[Any]], hedge_after_s: float
     finally:
         for future in calls:
             future.cancel()
-
-
-def _cancelling() -> bool:
-    task = asyncio.current_task()
-    return task is None or task.cancelling() > 0

@@ -267,8 +267,7 @@ class SearchPipeline:
             try:
                 return await asyncio.wait_for(self.hydrator.hydrate(ids), timeout=timeout)
             except asyncio.CancelledError as exc:
-                task = asyncio.current_task()
-                if task is None or task.cancelling():
+                if request_cancelled():
                     raise  # the request itself is cancelled
                 failure = exc  # cancelled under us: the replica was torn down mid-call
             except Exception as exc:  # noqa: BLE001 - a dying replica raises any Ray error; retried
@@ -300,6 +299,13 @@ class PlanFn(Protocol):
         top_k: int,
         hierarchical: bool | None,
     ) -> RetrievalPlan: ...
+
+
+def request_cancelled() -> bool:
+    """Whether the running task is being cancelled (the request's deadline, a client gone),
+    as opposed to an awaited call having come back cancelled under it."""
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
 
 
 def _ms(since: float) -> float:

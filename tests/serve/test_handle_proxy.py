@@ -5,12 +5,27 @@ fails or stalls."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from typing import Any
 
 import pytest
 from ray.exceptions import RayActorError
 
 from rayweave.serve.handle_proxy import HandleProxy
+
+
+def cancel_after(seconds: float, call: Coroutine[Any, Any, Any]) -> None:
+    """Run `call` as a request that is itself cancelled after `seconds`; the cancellation must
+    reach the caller."""
+
+    async def cancel() -> None:
+        task = asyncio.ensure_future(call)
+        await asyncio.sleep(seconds)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel())
 
 
 class _Method:
@@ -81,14 +96,7 @@ def test_a_call_cancelled_under_the_request_is_sent_once_more() -> None:
 def test_a_request_cancelled_itself_is_not_retried() -> None:
     handle: Any = type("H", (), {"classify": _Hangs()})()
 
-    async def cancel_midway() -> None:
-        task = asyncio.ensure_future(HandleProxy(handle).classify("q"))
-        await asyncio.sleep(0.01)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    asyncio.run(cancel_midway())
+    cancel_after(0.01, HandleProxy(handle).classify("q"))
     assert handle.classify.calls == 1
 
 
@@ -127,14 +135,7 @@ def test_a_request_cancelled_itself_is_not_answered_locally() -> None:
     handle: Any = type("H", (), {"classify": _Hangs()})()
     proxy = HandleProxy(handle, local=_Local(), timeout_s=10.0)
 
-    async def cancel_midway() -> None:
-        task = asyncio.ensure_future(proxy.classify("q"))
-        await asyncio.sleep(0.01)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    asyncio.run(cancel_midway())
+    cancel_after(0.01, proxy.classify("q"))
 
 
 class _AlwaysCancelledUnder:
@@ -198,12 +199,5 @@ def test_cancelling_the_request_cancels_both_copies() -> None:
     handle: Any = type("H", (), {"retrieve": _HangsFirst(answer_from=None)})()
     proxy = HandleProxy(handle, hedged=("retrieve",), hedge_after_s=0.01)
 
-    async def cancel_after_the_hedge() -> None:
-        task = asyncio.ensure_future(proxy.retrieve("q"))
-        await asyncio.sleep(0.05)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    asyncio.run(cancel_after_the_hedge())
+    cancel_after(0.05, proxy.retrieve("q"))  # the hedge went out at 0.01 s
     assert sorted(handle.retrieve.cancelled) == [1, 2]
