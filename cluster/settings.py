@@ -574,11 +574,13 @@ class ServeSettings(_Group):
         default=500,
         ge=0,
         description="Composed layout: a retriever read (vector search, the page's text, graph "
-        "walks) that has not answered after this long is sent again, to whichever replica the "
-        "router picks then, and the first answer wins. A replica on a node that was just killed "
-        "holds its calls until the connection is declared lost (about 2 s, the whole default "
+        "walks) that has not answered after this long, or after that read's recent 95th "
+        "percentile latency when it is later, is sent again, to whichever replica the router "
+        "picks then, and the first answer wins. A replica on a node that was just killed holds "
+        "its calls until the connection is declared lost (about 2 s, the whole default "
         "deadline); a quarter of the deadline is far above a healthy call on a loaded 2-core "
-        "box, so hedges stay rare. 0 = off.",
+        "box, and the percentile keeps an overloaded service from sending every read twice "
+        "(about 5% at most). 0 = off.",
     )
     default_top_k: int = Field(default=10, ge=1, description="Results when a request names none.")
     max_top_k: int = Field(default=100, ge=1, description="Largest top_k accepted.")

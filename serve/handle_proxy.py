@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 from ray.exceptions import RayActorError
 from ray.serve.handle import DeploymentHandle
 
+from rayweave.serve.hedging import HedgeDelay
 from rayweave.serve.search import request_cancelled
 
 logger = logging.getLogger(__name__)
@@ -28,9 +30,11 @@ class HandleProxy:
 
     A replica on a node that was just killed neither answers nor fails: its calls hang until the
     connection is declared lost (about 2 s here, the whole default deadline). So the reads named
-    in `hedged` are sent a second time when the first has not answered after `hedge_after_s`
-    (Dean and Barroso's hedged requests), the router sending that copy to a replica that answers
-    its probes; the first answer wins and the other call is cancelled.
+    in `hedged` are sent a second time when the first has not answered after `hedge_after_s`,
+    or after the read's recent 95th-percentile latency when that is later (`serve/hedging.py`:
+    Dean and Barroso's hedged requests), the router sending that copy to a replica that answers
+    its probes; the first answer wins and the other call is cancelled. `on_hedge(method)` is
+    told of each second copy sent (the Ingress counts them).
 
     A deployment whose work is a pure function of its arguments (the rule classifier, fusion)
     can also be given as `local`, an in-process instance: a call that fails both times, or that
@@ -46,23 +50,27 @@ class HandleProxy:
         timeout_s: float | None = None,
         hedged: Collection[str] = (),
         hedge_after_s: float | None = None,
+        on_hedge: Callable[[str], None] | None = None,
     ) -> None:
         self._handle = handle
         self._local = local
         self._timeout_s = timeout_s
         self._hedged = frozenset(hedged) if hedge_after_s else frozenset()
-        self._hedge_after_s = hedge_after_s or 0.0
+        self._delay = HedgeDelay(hedge_after_s) if hedge_after_s else None
+        self._on_hedge = on_hedge
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         method = getattr(self._handle, name)
-        hedge_after = self._hedge_after_s if name in self._hedged else None
+        delay = self._delay if name in self._hedged else None
 
         def send(*args: Any, **kwargs: Any) -> Awaitable[Any]:
             def call() -> Awaitable[Any]:
                 response: Awaitable[Any] = method.remote(*args, **kwargs)
                 return response
 
-            return _first_answer(call, hedge_after) if hedge_after else call()
+            if delay is None:
+                return call()
+            return _first_answer(call, name, delay, self._on_hedge)
 
         async def remote(*args: Any, **kwargs: Any) -> Any:
             try:
@@ -94,15 +102,24 @@ class HandleProxy:
         return bounded
 
 
-async def _first_answer(call: Callable[[], Awaitable[Any]], hedge_after_s: float) -> Any:
-    """`call()`'s answer; if none came within `hedge_after_s`, the first answer of it and of a
-    second `call()`. Both failing raises the later failure; whatever is left is cancelled."""
-    calls: list[asyncio.Future[Any]] = [asyncio.ensure_future(call())]
+async def _first_answer(
+    call: Callable[[], Awaitable[Any]],
+    name: str,
+    delay: HedgeDelay,
+    on_hedge: Callable[[str], None] | None,
+) -> Any:
+    """`call()`'s answer; if none came within `delay`'s wait for `name`, the first answer of it
+    and of a second `call()`. Both failing raises the later failure; whatever is left is
+    cancelled. The answering copy's own latency is recorded in `delay`."""
+    sent: dict[asyncio.Future[Any], float] = {asyncio.ensure_future(call()): time.perf_counter()}
+    calls = list(sent)
     try:
-        done, _ = await asyncio.wait(calls, timeout=hedge_after_s)
-        if done:
-            return calls[0].result()
-        calls.append(asyncio.ensure_future(call()))
+        done, _ = await asyncio.wait(calls, timeout=delay.delay(name))
+        if not done:
+            calls.append(asyncio.ensure_future(call()))
+            sent[calls[-1]] = time.perf_counter()
+            if on_hedge is not None:
+                on_hedge(name)
         pending: set[asyncio.Future[Any]] = set(calls)
         failure: BaseException = asyncio.CancelledError()
         while pending:
@@ -111,6 +128,7 @@ async def _first_answer(call: Callable[[], Awaitable[Any]], hedge_after_s: float
                 if future.cancelled():
                     continue
                 if future.exception() is None:
+                    delay.observe(name, time.perf_counter() - sent[future])
                     return future.result()
                 failure = future.exception() or failure
         raise failure

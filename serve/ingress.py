@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ray import serve
@@ -34,10 +35,18 @@ class IngressDeployment:
         self.settings = settings
         hedge_after_s = settings.serve.hedge_after_ms / 1000
         vector_proxy = HandleProxy(
-            vector, hedged=("retrieve", "hydrate"), hedge_after_s=hedge_after_s
+            vector,
+            hedged=("retrieve", "hydrate"),
+            hedge_after_s=hedge_after_s,
+            on_hedge=_count_hedge("vector"),
         )
         graph_proxy = (
-            HandleProxy(graph, hedged=("retrieve", "expand"), hedge_after_s=hedge_after_s)
+            HandleProxy(
+                graph,
+                hedged=("retrieve", "expand"),
+                hedge_after_s=hedge_after_s,
+                on_hedge=_count_hedge("graph"),
+            )
             if graph is not None
             else None
         )
@@ -73,3 +82,13 @@ class IngressDeployment:
         from rayweave.serve.rate_limit import replica_limiter
 
         return create_api(self.service, self.settings.serve, limiter=replica_limiter(self.settings))
+
+
+def _count_hedge(deployment: str) -> Callable[[str], None]:
+    """Counts a hedged read of `deployment` (`rayweave_hedged_reads`, tagged `vector.retrieve`)."""
+    from rayweave.cluster.services.telemetry import api_metrics
+
+    def count(method: str) -> None:
+        api_metrics().hedge(read=f"{deployment}.{method}")
+
+    return count

@@ -11,6 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Chunk, Level
 from rayweave.graph.schema import EdgeRow, EdgeSource, EntityRow, NodeRef, RelType
@@ -228,3 +230,19 @@ def http_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[ThreadingHTTP
     finally:
         server.shutdown()
         server.server_close()
+
+
+def scrape(family: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """Every series of one rayweave metric, as Ray's metrics agents on all live nodes export it."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from rayweave.cluster.services.runtime import metrics_urls
+
+    series: dict[tuple[tuple[str, str], ...], float] = {}
+    for url in metrics_urls():
+        for fam in text_string_to_metric_families(httpx.get(url, timeout=30).text):
+            for sample in fam.samples:
+                if sample.name.removesuffix("_total") == f"ray_{family}":
+                    key = (("node", url), *sorted(sample.labels.items()))
+                    series[key] = series.get(key, 0.0) + sample.value
+    return series

@@ -30,6 +30,7 @@ REQUESTS = "rayweave_requests"
 REQUEST_SECONDS = "rayweave_request_seconds"
 STAGE_SECONDS = "rayweave_stage_seconds"
 DEGRADED = "rayweave_degraded"
+HEDGED = "rayweave_hedged_reads"
 INGEST_DOCUMENTS = "rayweave_ingest_documents"
 INGEST_CHUNKS = "rayweave_ingest_chunks"
 
@@ -42,6 +43,7 @@ class ApiMetrics:
     latency: Histogram
     stages: Histogram
     degraded: Counter
+    hedged: Counter
 
     def request(self, *, route: str, status: int, seconds: float) -> None:
         self.requests.inc(1, tags={"route": route, "status": str(status)})
@@ -52,6 +54,9 @@ class ApiMetrics:
             self.stages.observe(ms / 1000.0, tags={"stage": stage})
         for name in degraded:
             self.degraded.inc(1, tags={"retriever": name})
+
+    def hedge(self, *, read: str) -> None:
+        self.hedged.inc(1, tags={"read": read})
 
 
 @cache
@@ -80,6 +85,12 @@ def api_metrics() -> ApiMetrics:
             DEGRADED,
             "Retrievers dropped from a search response (failed or past the deadline)",
             tag_keys=("retriever",),
+        ),
+        hedged=metrics.Counter(
+            HEDGED,
+            "Retriever reads sent a second time because the first had not answered (composed "
+            "layout; serve.hedge_after_ms), by deployment and method",
+            tag_keys=("read",),
         ),
     )
 

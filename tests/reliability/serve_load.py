@@ -7,7 +7,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import httpx
 from tests_support import alive_actors
@@ -29,6 +29,7 @@ class Outcome:
     degraded: list[str]
     results: int
     at: float  # seconds since the load started, when the response came back
+    timings_ms: dict[str, float] = field(default_factory=dict)  # the pipeline's own, per stage
 
     @property
     def failed(self) -> bool:
@@ -61,6 +62,7 @@ def drive(url: str, requests: int, profile: str) -> list[Outcome]:
                         degraded=list(data.get("degraded", [])),
                         results=len(data.get("results", [])),
                         at=t1 - started,
+                        timings_ms=dict(data.get("timings_ms", {})),
                     )
                 )
 
@@ -117,6 +119,18 @@ class KillRun:
             "recovery_s": round(self.recovery_s, 1),
             "requests_after_recovery": len(self.after),
             "failed_after_recovery": sum(o.failed for o in self.after),
+            # Where the slowest request's time went: the pipeline's stages, or outside them
+            # (`total` far below `ms`), so that a slow run's figures say which wait held it.
+            "slowest": [
+                {
+                    "ms": round(1000 * o.seconds, 1),
+                    "at_s": round(o.at, 2),
+                    "status": o.status,
+                    "degraded": o.degraded,
+                    "timings_ms": o.timings_ms,
+                }
+                for o in sorted(self.during, key=lambda o: -o.seconds)[:3]
+            ],
         }
 
 

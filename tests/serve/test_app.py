@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from tests_support import scrape
 
 from rayweave.cluster.settings import Settings
 
@@ -109,22 +110,6 @@ def test_health_and_openapi(app_url: str) -> None:
     paths = httpx.get(f"{app_url}/openapi.json", timeout=30).json()["paths"]
     assert "/v1/search" in paths
     assert "/metrics" not in paths  # metrics leave through Ray's metrics agents
-
-
-def scrape(family: str) -> dict[tuple[tuple[str, str], ...], float]:
-    """Every series of one rayweave metric, as Ray's metrics agents on all live nodes export it."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    from rayweave.cluster.services.runtime import metrics_urls
-
-    series: dict[tuple[tuple[str, str], ...], float] = {}
-    for url in metrics_urls():
-        for fam in text_string_to_metric_families(httpx.get(url, timeout=30).text):
-            for sample in fam.samples:
-                if sample.name.removesuffix("_total") == f"ray_{family}":
-                    key = (("node", url), *sorted(sample.labels.items()))
-                    series[key] = series.get(key, 0.0) + sample.value
-    return series
 
 
 def test_exported_request_counter_sums_over_ingress_replicas(

@@ -12,6 +12,7 @@ import pytest
 from ray.exceptions import RayActorError
 
 from rayweave.serve.handle_proxy import HandleProxy
+from rayweave.serve.hedging import MIN_SAMPLES
 
 
 def cancel_after(seconds: float, call: Coroutine[Any, Any, Any]) -> None:
@@ -201,3 +202,39 @@ def test_cancelling_the_request_cancels_both_copies() -> None:
 
     cancel_after(0.05, proxy.retrieve("q"))  # the hedge went out at 0.01 s
     assert sorted(handle.retrieve.cancelled) == [1, 2]
+
+
+class _Slow:
+    """Every call answers after `seconds` (a loaded replica)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.calls = 0
+
+    async def remote(self, text: str) -> str:
+        self.calls += 1
+        await asyncio.sleep(self.seconds)
+        return text
+
+
+def test_reads_slower_than_the_floor_are_hedged_only_until_their_history_says_they_are_normal() -> (
+    None
+):
+    slow = _Slow(0.1)
+    handle: Any = type("H", (), {"retrieve": slow})()
+    hedged: list[str] = []
+    proxy = HandleProxy(handle, hedged=("retrieve",), hedge_after_s=0.01, on_hedge=hedged.append)
+
+    async def run(n: int) -> None:
+        for _ in range(n):
+            assert await proxy.retrieve("q") == "q"
+
+    asyncio.run(run(MIN_SAMPLES))
+    assert hedged == ["retrieve"] * MIN_SAMPLES  # every 100 ms read passed the 10 ms floor
+    assert slow.calls == 2 * MIN_SAMPLES
+    # Now the read's own 95th percentile (~100 ms) is the wait: reads of 30 ms are a load,
+    # not a lost replica, and go out once.
+    slow.seconds = 0.03
+    asyncio.run(run(10))
+    assert len(hedged) == MIN_SAMPLES
+    assert slow.calls == 2 * MIN_SAMPLES + 10
