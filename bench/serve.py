@@ -10,6 +10,11 @@ the same chunks), and every row gets its QPS and p50 as ratios to the anchor's a
 count: what the pipeline's hops and stages cost over doing nothing clever. Every cell also records
 CPU-ms per answered request per stage (`rayweave.bench.serve_cpu`), the figure that sizes a
 deployment when throughput is CPU-bound.
+
+The ratios move between runs on a shared box (the anchor's own QPS by a fifth), more than a
+small change moves them. `rounds` repeats the whole sequence, alternating which of the app and
+the anchor goes first (so a drift in the machine's load favours neither), pairs each round's
+rows with that round's anchor, and prints each cell's median ratio with the rounds' range.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +38,12 @@ from rayweave.bench.inputs import load_bench_queries
 from rayweave.bench.serve_load import (
     ANCHOR_PROFILE,
     CellResult,
+    RatioSpread,
     ServeBenchRow,
     anchor_ratios,
     drive,
     json_safe,
+    ratio_spread,
     summarize,
 )
 from rayweave.cluster.errors import InputError, ServiceError
@@ -48,6 +55,7 @@ __all__ = [
     "DEFAULT_CONCURRENCY",
     "DEFAULT_PROFILES",
     "render_cpu_table",
+    "render_spread_table",
     "render_table",
     "run_serve_bench",
 ]
@@ -62,16 +70,22 @@ def _times(value: float) -> str:
 
 def render_table(rows: Sequence[ServeBenchRow], *, title: str = "serve bench") -> Table:
     table = Table(title=title)
+    rounds = any(r.round_no > 1 for r in rows)
+    if rounds:
+        table.add_column("round", justify="right")
     for name in ("profile", "clients", "requests", "errors", "degraded"):
         table.add_column(name, justify="left" if name == "profile" else "right")
     for name in ("p50 ms", "p95 ms", "p99 ms", "mean ms", "QPS", "QPS vs 1 client"):
         table.add_column(name, justify="right")
     for name in ("QPS vs anchor", "p50 vs anchor"):
         table.add_column(name, justify="right")
-    base = {r.profile: r.qps for r in rows if r.concurrency == min(x.concurrency for x in rows)}
+    lowest = min(x.concurrency for x in rows) if rows else 0
+    base = {(r.round_no, r.profile): r.qps for r in rows if r.concurrency == lowest}
     for r, (qps_ratio, p50_ratio) in zip(rows, anchor_ratios(rows), strict=True):
-        speedup = r.qps / base[r.profile] if base.get(r.profile) else math.nan
+        one = base.get((r.round_no, r.profile))
+        speedup = r.qps / one if one else math.nan
         table.add_row(
+            *([str(r.round_no)] if rounds else []),
             r.profile,
             str(r.concurrency),
             str(r.requests),
@@ -85,6 +99,26 @@ def render_table(rows: Sequence[ServeBenchRow], *, title: str = "serve bench") -
             _times(speedup),
             _times(qps_ratio),
             _times(p50_ratio),
+        )
+    return table
+
+
+def render_spread_table(spreads: Sequence[RatioSpread], *, title: str) -> Table:
+    """Per cell: the rounds' median ratio to the anchor, and their range."""
+    table = Table(title=title)
+    for name in ("profile", "clients", "rounds"):
+        table.add_column(name, justify="left" if name == "profile" else "right")
+    for name in ("QPS vs anchor", "range", "p50 vs anchor", "range"):
+        table.add_column(name, justify="right")
+    for c in spreads:
+        table.add_row(
+            c.profile,
+            str(c.concurrency),
+            str(c.rounds),
+            _times(c.qps_median),
+            f"{_times(c.qps_low)}-{_times(c.qps_high)}",
+            _times(c.p50_median),
+            f"{_times(c.p50_low)}-{_times(c.p50_high)}",
         )
     return table
 
@@ -143,6 +177,7 @@ def _bench_cells(
     plan: _Plan,
     headers: dict[str, str],
     roles: Mapping[int, str],
+    round_no: int,
 ) -> None:
     """One target's warm-up and cells (one per client count, CPU sampled around each), appended
     to `plan.rows` as profile `name`; `fields` are added to every request body."""
@@ -175,7 +210,7 @@ def _bench_cells(
         cell = run(plan.requests, level)
         after = serve_cpu.take_snapshot(roles, plan.roots)
         cpu = serve_cpu.cpu_ms_per_request(before, after, len(cell.latencies_s))
-        plan.rows.append(summarize(name, level, cell, cpu))
+        plan.rows.append(summarize(name, level, cell, cpu, round_no=round_no))
         if cell.first_error:
             plan.con.print(
                 f"{name} x{level}: {cell.errors} error(s), first: {cell.first_error}",
@@ -250,6 +285,7 @@ def run_serve_bench(
     url: str | None = None,
     deploy_if_needed: bool = True,
     anchor: bool = False,
+    rounds: int = 1,
     json_path: Path | None = None,
     timeout_s: float = 60.0,
     console: Console | None = None,
@@ -261,7 +297,10 @@ def run_serve_bench(
     With `anchor`, the same cells then run against the anchor server over the same chunks, as rows
     of profile "anchor"; an app deployed here is removed first, so the anchor does not share the
     machine with an idle pipeline that the rayweave rows did not have beside them either.
+    `rounds` repeats it all (see the module docstring).
     """
+    if rounds < 1:
+        raise InputError(f"rounds must be >= 1, got {rounds}")
     levels, chosen = _cells_to_run(requests, warmup, concurrency, profiles)
     texts = load_bench_queries(queries, data_dir=data_dir)
     con = console or Console()
@@ -274,8 +313,9 @@ def run_serve_bench(
     load = os.getloadavg()[0]
     rows: list[ServeBenchRow] = []
     roles = {os.getpid(): serve_cpu.CLIENT}
-    total = (len(chosen) + int(anchor)) * (warmup + len(levels) * requests)
+    total = rounds * (len(chosen) + int(anchor)) * (warmup + len(levels) * requests)
     chunks: tuple[list[str], list[str]] | None = None
+    up = deployed  # an app deployed here is removed for the anchor's cells, then deployed again
     try:
         if anchor:
             from rayweave.bench.anchor import export_chunks
@@ -294,24 +334,34 @@ def run_serve_bench(
                 tick=lambda: advance(1),
                 roots=serve_cpu.stack_roots(settings),
             )
-            for profile in chosen:
-                _bench_cells(
-                    profile.value,
-                    f"{base}/v1/search",
-                    {"profile": profile.value},
-                    headers=headers,
-                    roles=roles,
-                    plan=plan,
-                )
-            if chunks is not None:
-                if deployed:
-                    from rayweave.serve.app import shutdown
+            for round_no in range(1, rounds + 1):
+                anchor_first = chunks is not None and round_no % 2 == 0
+                if chunks is not None and anchor_first:
+                    _bench_anchor(settings, chunks, roles=roles, plan=plan, round_no=round_no)
+                if deployed and not up:
+                    from rayweave.serve.app import deploy
 
-                    shutdown(settings)
-                    deployed = False
-                _bench_anchor(settings, chunks, roles=roles, plan=plan)
+                    deploy(settings)
+                    up = True
+                for profile in chosen:
+                    _bench_cells(
+                        profile.value,
+                        f"{base}/v1/search",
+                        {"profile": profile.value},
+                        headers=headers,
+                        roles=roles,
+                        plan=plan,
+                        round_no=round_no,
+                    )
+                if chunks is not None and not anchor_first:
+                    if up:
+                        from rayweave.serve.app import shutdown
+
+                        shutdown(settings)
+                        up = False
+                    _bench_anchor(settings, chunks, roles=roles, plan=plan, round_no=round_no)
     finally:
-        if deployed:
+        if up:
             from rayweave.serve.app import shutdown
 
             shutdown(settings)
@@ -330,6 +380,14 @@ def run_serve_bench(
             "'other' is the rest of it)",
         )
     )
+    spreads = ratio_spread(rows) if rounds > 1 and chunks is not None else []
+    if spreads:
+        con.print(
+            render_spread_table(
+                spreads,
+                title=f"ratios to the anchor over {rounds} rounds: median and range",
+            )
+        )
     if json_path is not None:
         json_path.write_text(
             json.dumps(
@@ -344,10 +402,12 @@ def run_serve_bench(
                     "anchor": None
                     if chunks is None
                     else {"model": settings.models.dense, "chunks": len(chunks[0])},
+                    "rounds": rounds,
                     "rows": [
                         _json_row(r, ratios)
                         for r, ratios in zip(rows, anchor_ratios(rows), strict=True)
                     ],
+                    "ratio_spread": [json_safe(asdict(c)) for c in spreads],
                 },
                 indent=2,
             )
@@ -361,6 +421,7 @@ def _bench_anchor(
     *,
     roles: Mapping[int, str],
     plan: _Plan,
+    round_no: int,
 ) -> None:
     """Start the anchor over `chunks` with the app's dense model, run the cells, stop it. Its
     temp folder is kept when it fails, since the error names the log inside."""
@@ -379,5 +440,6 @@ def _bench_anchor(
             headers={},
             roles={**roles, server.pid: serve_cpu.ANCHOR},
             plan=plan,
+            round_no=round_no,
         )
     shutil.rmtree(workdir, ignore_errors=True)

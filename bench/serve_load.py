@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -64,6 +65,8 @@ class ServeBenchRow:
     wall_s: float
     cpu_ms_per_request: Mapping[str, float] = field(default_factory=dict)
     """CPU milliseconds per answered request by stage (empty when not measured)."""
+    round_no: int = 1
+    """Which round of the run (`--rounds`): ratios pair rows of one round."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: a cell without a successful request has null latencies, not NaN."""
@@ -83,6 +86,8 @@ def summarize(
     concurrency: int,
     cell: CellResult,
     cpu_ms_per_request: Mapping[str, float] | None = None,
+    *,
+    round_no: int = 1,
 ) -> ServeBenchRow:
     """One table row from a cell's raw result (latency percentiles over successful requests)."""
     ms = [s * 1000.0 for s in cell.latencies_s]
@@ -100,6 +105,7 @@ def summarize(
         qps=len(ms) / cell.wall_s if cell.wall_s > 0 else 0.0,
         wall_s=cell.wall_s,
         cpu_ms_per_request=dict(cpu_ms_per_request or {}),
+        round_no=round_no,
     )
 
 
@@ -176,8 +182,8 @@ def drive(
 
 def anchor_ratios(rows: Sequence[ServeBenchRow]) -> list[tuple[float, float]]:
     """(QPS / anchor QPS, p50 / anchor p50) per row, against the anchor row at the same client
-    count; NaN where there is no anchor row or its figure is zero or missing."""
-    anchors = {r.concurrency: r for r in rows if r.profile == ANCHOR_PROFILE}
+    count in the same round; NaN where there is no anchor row or its figure is zero or missing."""
+    anchors = {(r.round_no, r.concurrency): r for r in rows if r.profile == ANCHOR_PROFILE}
 
     def ratio(value: float, base: float | None) -> float:
         if base is None or math.isnan(base) or base == 0 or math.isnan(value):
@@ -186,11 +192,62 @@ def anchor_ratios(rows: Sequence[ServeBenchRow]) -> list[tuple[float, float]]:
 
     out: list[tuple[float, float]] = []
     for r in rows:
-        anchor = anchors.get(r.concurrency)
+        anchor = anchors.get((r.round_no, r.concurrency))
         out.append(
             (
                 ratio(r.qps, anchor.qps if anchor else None),
                 ratio(r.p50_ms, anchor.p50_ms if anchor else None),
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RatioSpread:
+    """One (profile, client count) over the rounds of a run: the median ratio to the anchor
+    and the smallest and largest, so a change is read against the run's own spread. `rounds`
+    counts the rounds that had an anchor to compare with."""
+
+    profile: str
+    concurrency: int
+    rounds: int
+    qps_median: float
+    qps_low: float
+    qps_high: float
+    p50_median: float
+    p50_low: float
+    p50_high: float
+
+
+def ratio_spread(rows: Sequence[ServeBenchRow]) -> list[RatioSpread]:
+    """Per (profile, client count), in first-seen order, the rounds' anchor ratios summarised
+    (rounds without a ratio left out; all NaN when no round has one)."""
+    cells: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    for r, pair in zip(rows, anchor_ratios(rows), strict=True):
+        if r.profile != ANCHOR_PROFILE:
+            cells.setdefault((r.profile, r.concurrency), []).append(pair)
+
+    def spread(values: list[float]) -> tuple[float, float, float]:
+        kept = sorted(v for v in values if not math.isnan(v))
+        if not kept:
+            return math.nan, math.nan, math.nan
+        return statistics.median(kept), kept[0], kept[-1]
+
+    out = []
+    for (profile, level), ratios in cells.items():
+        qps = spread([q for q, _ in ratios])
+        p50 = spread([p for _, p in ratios])
+        out.append(
+            RatioSpread(
+                profile=profile,
+                concurrency=level,
+                rounds=sum(not math.isnan(q) for q, _ in ratios),
+                qps_median=qps[0],
+                qps_low=qps[1],
+                qps_high=qps[2],
+                p50_median=p50[0],
+                p50_low=p50[1],
+                p50_high=p50[2],
             )
         )
     return out

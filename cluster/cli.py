@@ -401,6 +401,14 @@ def bench_serve(
             "over the same chunks, and show QPS and p50 as ratios to it.",
         ),
     ] = False,
+    rounds: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Repeat the app's and the anchor's cells this many times, alternating which "
+            "goes first, and print each cell's median ratio with its range.",
+        ),
+    ] = 1,
     as_json: JsonOutOpt = None,
 ) -> None:
     """HTTP load on 127.0.0.1: p50/p95/p99 latency, QPS and CPU-ms per request per stage at 1, 8
@@ -419,6 +427,7 @@ def bench_serve(
                 profiles=profile or DEFAULT_PROFILES,
                 url=url,
                 anchor=anchor,
+                rounds=rounds,
                 json_path=as_json,
                 console=out,
             )

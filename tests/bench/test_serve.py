@@ -21,7 +21,12 @@ from tests_support import SAMPLE_CORPUS, http_server, reply_json, with_collectio
 from rayweave.bench import serve_cpu
 from rayweave.bench.anchor import run_anchor
 from rayweave.bench.inputs import load_bench_queries
-from rayweave.bench.serve import render_cpu_table, render_table, run_serve_bench
+from rayweave.bench.serve import (
+    render_cpu_table,
+    render_spread_table,
+    render_table,
+    run_serve_bench,
+)
 from rayweave.bench.serve_cpu import ProcCpu, assign_stages, cpu_ms_per_request, stage_of
 from rayweave.bench.serve_load import (
     ANCHOR_PROFILE,
@@ -30,6 +35,7 @@ from rayweave.bench.serve_load import (
     anchor_ratios,
     drive,
     percentile,
+    ratio_spread,
     summarize,
 )
 from rayweave.cluster.errors import InputError, ServiceError, SourceError
@@ -78,9 +84,16 @@ class TestSummarize:
 
 
 def _row(
-    profile: str, clients: int, qps: float, p50: float, cpu: Mapping[str, float] | None = None
+    profile: str,
+    clients: int,
+    qps: float,
+    p50: float,
+    cpu: Mapping[str, float] | None = None,
+    *,
+    round_no: int = 1,
 ) -> ServeBenchRow:
     return ServeBenchRow(
+        round_no=round_no,
         profile=profile,
         concurrency=clients,
         requests=10,
@@ -143,6 +156,46 @@ class TestAnchorColumns:
     def test_failed_anchor_cell_gives_no_ratio(self) -> None:
         rows = [_row("dense", 1, qps=10.0, p50=100.0), _row(ANCHOR_PROFILE, 1, 0.0, math.nan)]
         assert all(math.isnan(x) for x in anchor_ratios(rows)[0])
+
+
+class TestRounds:
+    ROWS = (
+        _row("dense", 8, qps=30.0, p50=200.0, round_no=1),
+        _row(ANCHOR_PROFILE, 8, qps=60.0, p50=100.0, round_no=1),
+        _row(ANCHOR_PROFILE, 8, qps=40.0, p50=200.0, round_no=2),  # the anchor went first
+        _row("dense", 8, qps=40.0, p50=200.0, round_no=2),
+        _row("dense", 8, qps=45.0, p50=150.0, round_no=3),
+        _row(ANCHOR_PROFILE, 8, qps=50.0, p50=100.0, round_no=3),
+    )
+
+    def test_each_row_is_compared_with_its_own_rounds_anchor(self) -> None:
+        ratios = anchor_ratios(self.ROWS)
+        assert ratios[0] == pytest.approx((0.5, 2.0))
+        assert ratios[3] == pytest.approx((1.0, 1.0))
+        assert ratios[4] == pytest.approx((0.9, 1.5))
+
+    def test_the_spread_is_the_rounds_median_and_range(self) -> None:
+        (cell,) = ratio_spread(self.ROWS)
+        assert (cell.profile, cell.concurrency, cell.rounds) == ("dense", 8, 3)
+        assert (cell.qps_median, cell.qps_low, cell.qps_high) == pytest.approx((0.9, 0.5, 1.0))
+        assert (cell.p50_median, cell.p50_low, cell.p50_high) == pytest.approx((1.5, 1.0, 2.0))
+        rendered = _cells(render_spread_table([cell], title="spread"))
+        assert rendered == [["dense", "8", "3", "0.90x", "0.50x-1.00x", "1.50x", "1.00x-2.00x"]]
+
+    def test_a_round_without_its_anchor_adds_no_ratio(self) -> None:
+        rows = [*self.ROWS[:2], _row("dense", 8, qps=10.0, p50=1.0, round_no=4)]
+        (cell,) = ratio_spread(rows)
+        assert cell.rounds == 1
+        assert cell.qps_median == pytest.approx(0.5)
+
+    def test_the_table_names_each_rows_round(self) -> None:
+        table = render_table(self.ROWS)
+        assert table.columns[0].header == "round"
+        assert [row[:2] for row in _cells(table)][:3] == [
+            ["1", "dense"],
+            ["1", ANCHOR_PROFILE],
+            ["2", ANCHOR_PROFILE],
+        ]
 
 
 class TestStageNames:
@@ -386,6 +439,27 @@ class TestRunArguments:
         assert json.loads(out.read_text())["rows"][1]["concurrency"] == 2
         assert render_table(rows).row_count == 2
 
+    def test_rounds_repeat_every_cell(self, local_server: str, tmp_path: Path) -> None:
+        rows = run_serve_bench(
+            Settings(home=tmp_path),
+            url=local_server,
+            requests=2,
+            concurrency=(1,),
+            profiles=["dense"],
+            warmup=0,
+            rounds=3,
+            console=Console(file=io.StringIO()),
+        )
+        assert [(r.round_no, r.profile, r.requests) for r in rows] == [
+            (1, "dense", 2),
+            (2, "dense", 2),
+            (3, "dense", 2),
+        ]
+
+    def test_zero_rounds_is_refused(self, tmp_path: Path) -> None:
+        with pytest.raises(InputError, match="rounds must be >= 1"):
+            run_serve_bench(Settings(home=tmp_path), url="http://127.0.0.1:9", rounds=0)
+
 
 class TestAnchorServer:
     def test_mismatched_ids_and_texts(self, tmp_path: Path) -> None:
@@ -435,7 +509,8 @@ def test_deploys_benches_and_removes_the_app(
     ray_stack: Settings, graph_connection: object, tmp_path: Path
 ) -> None:
     """Nothing deployed: the bench deploys the app over the ingested sample corpus, loads it,
-    removes it, runs the same cells against the anchor, and records CPU per stage."""
+    removes it, runs the same cells against the anchor, and records CPU per stage; a second
+    round runs the anchor first, then deploys the app again, and removes it at the end."""
     from ray import serve
 
     from rayweave.ingest.pipeline import run_ingest
@@ -453,17 +528,14 @@ def test_deploys_benches_and_removes_the_app(
         profiles=["dense", "hybrid+graph"],
         warmup=1,
         anchor=True,
+        rounds=2,
         json_path=out,
         console=Console(file=log, width=300),
     )
-    assert [(r.profile, r.concurrency) for r in rows] == [
-        ("dense", 1),
-        ("dense", 2),
-        ("hybrid+graph", 1),
-        ("hybrid+graph", 2),
-        ("anchor", 1),
-        ("anchor", 2),
-    ]
+    cells = [("dense", 1), ("dense", 2), ("hybrid+graph", 1), ("hybrid+graph", 2)]
+    anchors = [("anchor", 1), ("anchor", 2)]
+    assert [(r.profile, r.concurrency) for r in rows] == cells + anchors + anchors + cells
+    assert [r.round_no for r in rows] == [1] * 6 + [2] * 6
     assert all(r.errors == 0 and r.requests == 3 and r.qps > 0 for r in rows)
     assert all(r.p50_ms <= r.p95_ms <= r.p99_ms for r in rows)
     assert settings.serve.app_name not in serve.status().applications
@@ -472,8 +544,13 @@ def test_deploys_benches_and_removes_the_app(
     data = json.loads(out.read_text())
     assert data["anchor"]["chunks"] > 0
     assert all(r["qps_vs_anchor"] > 0 and r["p50_vs_anchor"] > 0 for r in data["rows"])
-    assert [r["qps_vs_anchor"] for r in data["rows"][-2:]] == [1.0, 1.0]
+    assert [r["qps_vs_anchor"] for r in data["rows"][4:8]] == [1.0] * 4
+    assert [(c["profile"], c["concurrency"], c["rounds"]) for c in data["ratio_spread"]] == [
+        (p, n, 2) for p, n in cells
+    ]
+    assert all(c["qps_low"] <= c["qps_median"] <= c["qps_high"] for c in data["ratio_spread"])
     assert "QPS vs anchor" in log.getvalue()
+    assert "over 2 rounds" in log.getvalue()
     assert "CPU-ms per answered request" in log.getvalue()
 
     for r in rows:
