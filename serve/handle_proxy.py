@@ -36,6 +36,14 @@ class HandleProxy:
     its probes; the first answer wins and the other call is cancelled. `on_hedge(method)` is
     told of each second copy sent (the Ingress counts them).
 
+    A call this proxy stops waiting for (a hedge's loser, a read past the deadline, a request
+    that is itself cancelled) is abandoned, not cancelled: Ray Serve cancels a call that still
+    waits on its replica's admission answer with a synchronous `ray.cancel`, and for a replica
+    on a node that was just killed that held an Ingress replica's responses for 14 s, until the
+    node was declared dead (a CI run's logs: "Cancelling request that has already been assigned
+    to a replica", then no response for 14 s). Every call here is a read or an idempotent
+    write, so an abandoned one only finishes, or fails, unobserved.
+
     A deployment whose work is a pure function of its arguments (the rule classifier, fusion)
     can also be given as `local`, an in-process instance: a call that fails both times, or that
     has not answered within `timeout_s`, is answered by it instead, so such a stage never
@@ -65,8 +73,7 @@ class HandleProxy:
 
         def send(*args: Any, **kwargs: Any) -> Awaitable[Any]:
             def call() -> Awaitable[Any]:
-                response: Awaitable[Any] = method.remote(*args, **kwargs)
-                return response
+                return _abandoned_if_cancelled(method.remote(*args, **kwargs))
 
             if delay is None:
                 return call()
@@ -100,6 +107,20 @@ class HandleProxy:
             return await fallback(*args, **kwargs)
 
         return bounded
+
+
+def _abandoned_if_cancelled(response: Awaitable[Any]) -> Awaitable[Any]:
+    """`response` behind a shield: cancelling what is returned stops the wait, never the call
+    (see `HandleProxy`); the call's own failure or cancellation still reaches the waiter."""
+    call = asyncio.ensure_future(response)
+    call.add_done_callback(_retrieve)
+    return asyncio.shield(call)
+
+
+def _retrieve(call: asyncio.Future[Any]) -> None:
+    """Marks an abandoned call's failure as seen (asyncio would log it as never retrieved)."""
+    if not call.cancelled():
+        call.exception()
 
 
 async def _first_answer(

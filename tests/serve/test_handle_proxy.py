@@ -5,6 +5,7 @@ fails or stalls."""
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Coroutine
 from typing import Any
 
@@ -174,9 +175,16 @@ class _HangsFirst:
 def test_a_read_unanswered_past_the_hedge_delay_is_sent_again_and_the_first_answer_wins() -> None:
     handle: Any = type("H", (), {"retrieve": _HangsFirst()})()
     proxy = HandleProxy(handle, hedged=("retrieve",), hedge_after_s=0.05)
-    assert asyncio.run(proxy.retrieve("q")) == "answer 2 to q"
-    assert handle.retrieve.calls == 2
-    assert handle.retrieve.cancelled == [1]  # the hung call is not left behind
+
+    async def run() -> None:
+        assert await proxy.retrieve("q") == "answer 2 to q"
+        await asyncio.sleep(0.05)
+        assert handle.retrieve.calls == 2
+        # The hung call is abandoned, not cancelled: Serve's cancel of a call waiting on a
+        # dead replica is a synchronous ray.cancel that can hold the whole Ingress replica.
+        assert handle.retrieve.cancelled == []
+
+    asyncio.run(run())
 
 
 def test_a_prompt_answer_is_not_hedged_and_unlisted_methods_never_are() -> None:
@@ -196,12 +204,50 @@ def test_a_prompt_answer_is_not_hedged_and_unlisted_methods_never_are() -> None:
     assert hung.classify.calls == 1
 
 
-def test_cancelling_the_request_cancels_both_copies() -> None:
+def test_cancelling_the_request_stops_its_wait_and_abandons_both_copies() -> None:
     handle: Any = type("H", (), {"retrieve": _HangsFirst(answer_from=None)})()
     proxy = HandleProxy(handle, hedged=("retrieve",), hedge_after_s=0.01)
 
-    cancel_after(0.05, proxy.retrieve("q"))  # the hedge went out at 0.01 s
-    assert sorted(handle.retrieve.cancelled) == [1, 2]
+    async def run() -> None:
+        request = asyncio.ensure_future(proxy.retrieve("q"))
+        await asyncio.sleep(0.05)  # the hedge went out at 0.01 s
+        request.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await request
+        await asyncio.sleep(0.01)
+        assert handle.retrieve.calls == 2
+        assert handle.retrieve.cancelled == []
+
+    asyncio.run(run())
+
+
+class _FailsLate:
+    """Raises after `seconds` (a replica that died while the caller had stopped waiting)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.finished = False
+
+    async def remote(self, text: str) -> str:
+        await asyncio.sleep(self.seconds)
+        self.finished = True
+        raise RayActorError()
+
+
+def test_a_call_whose_wait_times_out_is_abandoned_and_its_late_failure_is_not_reported() -> None:
+    handle: Any = type("H", (), {"retrieve": _FailsLate(0.03)})()
+    unhandled: list[object] = []
+
+    async def run() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _, ctx: unhandled.append(ctx))
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(HandleProxy(handle).retrieve("q"), timeout=0.01)
+        await asyncio.sleep(0.06)
+        gc.collect()
+
+    asyncio.run(run())
+    assert handle.retrieve.finished  # the wait stopped; the call ran to its end
+    assert unhandled == []  # its failure was seen, not logged as never retrieved
 
 
 class _Slow:
