@@ -33,16 +33,17 @@ class HandleProxy:
     in `hedged` are sent a second time when the first has not answered after `hedge_after_s`,
     or after the read's recent 95th-percentile latency when that is later (`serve/hedging.py`:
     Dean and Barroso's hedged requests), the router sending that copy to a replica that answers
-    its probes; the first answer wins and the other call is cancelled. `on_hedge(method)` is
+    its probes; the first answer wins and the other call is abandoned. `on_hedge(method)` is
     told of each second copy sent (the Ingress counts them).
 
     A call this proxy stops waiting for (a hedge's loser, a read past the deadline, a request
-    that is itself cancelled) is abandoned, not cancelled: Ray Serve cancels a call that still
-    waits on its replica's admission answer with a synchronous `ray.cancel`, and for a replica
-    on a node that was just killed that held an Ingress replica's responses for 14 s, until the
-    node was declared dead (a CI run's logs: "Cancelling request that has already been assigned
-    to a replica", then no response for 14 s). Every call here is a read or an idempotent
-    write, so an abandoned one only finishes, or fails, unobserved.
+    that is itself cancelled) is abandoned, not cancelled: Ray Serve answers the cancel of a
+    call still waiting on its replica's admission answer with a `ray.cancel` of it, and in a CI
+    run the Ingress replica that did so for a call on a just-killed node sent no response for
+    the next 14 s (its log: "Cancelling request that has already been assigned to a replica",
+    then silence until a replacement replica was up; suspected, not proven: healthy runs log
+    the same cancel). Every call here is a read or an idempotent write, so an abandoned one only
+    finishes, or fails, unobserved.
 
     A deployment whose work is a pure function of its arguments (the rule classifier, fusion)
     can also be given as `local`, an in-process instance: a call that fails both times, or that
