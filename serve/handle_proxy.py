@@ -131,18 +131,17 @@ async def _first_answer(
     on_hedge: Callable[[str], None] | None,
 ) -> Any:
     """`call()`'s answer; if none came within `delay`'s wait for `name`, the first answer of it
-    and of a second `call()`. Both failing raises the later failure; whatever is left is
-    cancelled. The answering copy's own latency is recorded in `delay`."""
+    and of a second `call()`. Both failing raises the later failure; whatever is left is no
+    longer waited for (abandoned, see `HandleProxy`). The answering copy's own latency is
+    recorded in `delay`."""
     sent: dict[asyncio.Future[Any], float] = {asyncio.ensure_future(call()): time.perf_counter()}
-    calls = list(sent)
     try:
-        done, _ = await asyncio.wait(calls, timeout=delay.delay(name))
+        done, _ = await asyncio.wait(sent, timeout=delay.delay(name))
         if not done:
-            calls.append(asyncio.ensure_future(call()))
-            sent[calls[-1]] = time.perf_counter()
+            sent[asyncio.ensure_future(call())] = time.perf_counter()
             if on_hedge is not None:
                 on_hedge(name)
-        pending: set[asyncio.Future[Any]] = set(calls)
+        pending: set[asyncio.Future[Any]] = set(sent)
         failure: BaseException = asyncio.CancelledError()
         while pending:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
@@ -155,5 +154,5 @@ async def _first_answer(
                 failure = future.exception() or failure
         raise failure
     finally:
-        for future in calls:
+        for future in sent:
             future.cancel()
