@@ -41,9 +41,12 @@ class HandleProxy:
     call still waiting on its replica's admission answer with a `ray.cancel` of it, and in a CI
     run the Ingress replica that did so for a call on a just-killed node sent no response for
     the next 14 s (its log: "Cancelling request that has already been assigned to a replica",
-    then silence until a replacement replica was up; suspected, not proven: healthy runs log
-    the same cancel). Every call here is a read or an idempotent write, so an abandoned one only
-    finishes, or fails, unobserved.
+    then silence until a replacement replica was up). That was a suspicion, and CI runs since
+    show the same stall with abandoned calls, so it was not the stall's cause. Abandoning is
+    kept: the calls it leaves mostly wait on a lost or stalled replica, where a cancel buys
+    nothing; the cost is that work past the deadline on a live replica is not withdrawn. Every
+    call here is a read or an idempotent write, so an abandoned one only finishes, or fails,
+    unobserved.
 
     A deployment whose work is a pure function of its arguments (the rule classifier, fusion)
     can also be given as `local`, an in-process instance: a call that fails both times, or that

@@ -180,8 +180,8 @@ def test_a_read_unanswered_past_the_hedge_delay_is_sent_again_and_the_first_answ
         assert await proxy.retrieve("q") == "answer 2 to q"
         await asyncio.sleep(0.05)
         assert handle.retrieve.calls == 2
-        # The hung call is abandoned, not cancelled: Serve's cancel of a call waiting on a
-        # dead replica is a synchronous ray.cancel that can hold the whole Ingress replica.
+        # The hung call is abandoned, not cancelled (see `HandleProxy`: a cancel sent to a
+        # dead node's replica is a ray.cancel that buys nothing).
         assert handle.retrieve.cancelled == []
 
     asyncio.run(run())
