@@ -18,6 +18,7 @@ from typing import Any, Literal, cast
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from ray.serve import Application, Deployment
+from ray.serve.schema import ServeDeploySchema
 from rich.console import Console
 
 from rayweave.cluster.errors import ServiceError
@@ -237,8 +238,6 @@ def code_version(root: Path | None = None) -> str:
 
 def deploy(settings: Settings, *, console: Console | None = None, timeout_s: float = 600.0) -> str:
     """Start the embedded stack if needed and deploy the app; returns the ingress URL."""
-    from ray.serve.schema import ServeDeploySchema
-
     from rayweave.cluster.services.graph_server import resolve_graph_connection
     from rayweave.cluster.services.runtime import connect
 
@@ -255,9 +254,40 @@ def deploy(settings: Settings, *, console: Console | None = None, timeout_s: flo
         client = serve_private.serve_start(
             http_options=config.http_options.model_dump(), proxy_location=config.proxy_location
         )
+        drift = proxy_drift(client.get_serve_details(), config)
+        if drift:
+            raise ServiceError(
+                f"Serve already runs in this cluster with other proxy settings ({'; '.join(drift)})"
+                ": Ray applies them only when Serve starts, so this config's would be ignored. "
+                "Stop Serve first (`serve shutdown -y` ends every Serve app in the cluster; "
+                "`rayweave stop` ends rayweave's whole stack), then deploy again."
+            )
         client.deploy_apps(config, _blocking=False)
         _wait_running(settings.serve.app_name, timeout_s)
     return url
+
+
+def proxy_drift(running: dict[str, Any], wanted: ServeDeploySchema) -> list[str]:
+    """How the running Serve instance's proxies (`get_serve_details()`) differ from what the
+    config (a `ServeDeploySchema`) asks: `serve_start` keeps an existing instance's proxy
+    location and HTTP options and only logs it, so without this a changed port would be served
+    on the old one, and a `HeadOnly` config would run a proxy on every node."""
+    http = running.get("http_options") or {}
+    ran = {
+        "proxy_location": running.get("proxy_location"),
+        "host": http.get("host"),
+        "port": http.get("port"),
+    }
+    asked = {
+        "proxy_location": str(wanted.proxy_location.value),
+        "host": wanted.http_options.host,
+        "port": wanted.http_options.port,
+    }
+    return [
+        f"{key} {ran[key]} where the config asks {asked[key]}"
+        for key in asked
+        if ran[key] is not None and ran[key] != asked[key]
+    ]
 
 
 def _wait_running(app_name: str, timeout_s: float) -> None:

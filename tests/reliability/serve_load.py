@@ -30,6 +30,7 @@ class Outcome:
     results: int
     at: float  # seconds since the load started, when the response came back
     timings_ms: dict[str, float] = field(default_factory=dict)  # the pipeline's own, per stage
+    error: str = ""  # the client's exception when no response came (status 0)
 
     @property
     def failed(self) -> bool:
@@ -48,12 +49,13 @@ def drive(url: str, requests: int, profile: str) -> list[Outcome]:
             for i in cursor:
                 body = {"query": QUERIES[i % len(QUERIES)], "profile": profile, "top_k": 5}
                 t0 = time.perf_counter()
+                error = ""
                 try:
                     resp = await http.post(f"{url}/v1/search", json=body)
                     data = resp.json() if resp.status_code == 200 else {}
                     status = resp.status_code
-                except httpx.HTTPError:
-                    data, status = {}, 0
+                except httpx.HTTPError as exc:
+                    data, status, error = {}, 0, f"{type(exc).__name__}: {exc}"
                 t1 = time.perf_counter()
                 outcomes.append(
                     Outcome(
@@ -63,6 +65,7 @@ def drive(url: str, requests: int, profile: str) -> list[Outcome]:
                         results=len(data.get("results", [])),
                         at=t1 - started,
                         timings_ms=dict(data.get("timings_ms", {})),
+                        error=error,
                     )
                 )
 
@@ -128,6 +131,7 @@ class KillRun:
                     "status": o.status,
                     "degraded": o.degraded,
                     "timings_ms": o.timings_ms,
+                    "error": o.error,
                 }
                 for o in sorted(self.during, key=lambda o: -o.seconds)[:3]
             ],

@@ -119,7 +119,9 @@ def test_killing_a_vector_replica_under_load(fault_app: tuple[str, Settings]) ->
     run = kill_under_load(url, kill, lambda: healthy(app, 2))
     assert len(run.during) == 300
     assert [o for o in run.after if o.failed] == []
-    assert len(run.failed) / len(run.during) < 0.01, [(o.status, o.degraded) for o in run.failed]
+    assert len(run.failed) / len(run.during) < 0.01, [
+        (o.status, o.degraded, o.error, round(o.at, 2)) for o in run.failed
+    ]
     record(test="replica_kill", **run.figures())
 
 
@@ -137,16 +139,19 @@ def test_graph_server_stopped_queries_still_walk_the_projection(
         during = drive(url, 40, "hybrid+graph")
     finally:
         resolve_graph_connection(settings)  # the session's graph server comes back
-    assert all(o.status == 200 and o.results > 0 for o in during)
+    answered = [(o.status, o.results, o.error, round(o.at, 2)) for o in during]
+    assert all(o.status == 200 and o.results > 0 for o in during), answered
     graph_lists = ("graph", "graph-expand")
     assert not any(g in o.degraded for o in during for g in graph_lists), [
         o.degraded for o in during
     ]
-    assert all("vector" not in o.degraded for o in during)
+    assert all("vector" not in o.degraded for o in during), [o.degraded for o in during]
 
     # Back: still whole, and the projection's refresh thread reconnects by itself.
     again = drive(url, 4, "hybrid+graph")
-    assert all(o.status == 200 and "graph" not in o.degraded for o in again)
+    assert all(o.status == 200 and "graph" not in o.degraded for o in again), [
+        (o.status, o.degraded, o.error, o.timings_ms) for o in again
+    ]
     record(
         test="graph_server_stopped",
         requests=len(during),

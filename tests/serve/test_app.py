@@ -105,6 +105,38 @@ def test_fused_ingress_is_sized_to_the_cluster_unless_the_config_sizes_it(tmp_pa
     assert "num_replicas" not in composed[0]
 
 
+def test_proxy_drift_names_each_proxy_setting_a_running_serve_would_ignore() -> None:
+    from ray.serve.schema import ServeDeploySchema
+
+    from rayweave.serve.app import proxy_drift, serve_config
+
+    config = serve_config(Settings(serve={"port": 8123}))  # type: ignore[arg-type]
+    config["proxy_location"] = "HeadOnly"
+    wanted = ServeDeploySchema.model_validate(config)
+    same = {"proxy_location": "HeadOnly", "http_options": {"host": "127.0.0.1", "port": 8123}}
+    assert proxy_drift(same, wanted) == []
+    other = {"proxy_location": "EveryNode", "http_options": {"host": "127.0.0.1", "port": 8000}}
+    assert proxy_drift(other, wanted) == [
+        "proxy_location EveryNode where the config asks HeadOnly",
+        "port 8000 where the config asks 8123",
+    ]
+    assert proxy_drift({}, wanted) == []  # nothing reported: nothing to compare
+
+
+def test_deploying_other_proxy_settings_over_a_running_serve_is_refused(
+    app_url: str, sample_ingested: Settings
+) -> None:
+    """Ray keeps a running Serve's port and only logs it: deploying would report a URL that
+    nothing answers. Refused, and the running app is untouched."""
+    from rayweave.cluster.errors import ServiceError
+    from rayweave.serve.app import deploy
+
+    moved = sample_ingested.serve.model_copy(update={"port": sample_ingested.serve.port + 1})
+    with pytest.raises(ServiceError, match=r"port \d+ where the config asks \d+.*serve shutdown"):
+        deploy(sample_ingested.model_copy(update={"serve": moved}))
+    assert httpx.get(f"{app_url}/healthz", timeout=60).status_code == 200
+
+
 def test_health_and_openapi(app_url: str) -> None:
     assert httpx.get(f"{app_url}/healthz", timeout=30).json()["status"] == "ok"
     paths = httpx.get(f"{app_url}/openapi.json", timeout=30).json()["paths"]
