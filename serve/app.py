@@ -273,8 +273,9 @@ def proxy_drift(running: dict[str, Any], wanted: ServeDeploySchema) -> list[str]
     location and HTTP options and only logs it, so without this a changed port would be served
     on the old one, and a `HeadOnly` config would run a proxy on every node."""
     http = running.get("http_options") or {}
+    location = running.get("proxy_location")  # a `ProxyLocation` (a str enum) or its value
     ran = {
-        "proxy_location": running.get("proxy_location"),
+        "proxy_location": getattr(location, "value", location),
         "host": http.get("host"),
         "port": http.get("port"),
     }

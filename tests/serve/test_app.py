@@ -106,6 +106,7 @@ def test_fused_ingress_is_sized_to_the_cluster_unless_the_config_sizes_it(tmp_pa
 
 
 def test_proxy_drift_names_each_proxy_setting_a_running_serve_would_ignore() -> None:
+    from ray.serve.config import ProxyLocation
     from ray.serve.schema import ServeDeploySchema
 
     from rayweave.serve.app import proxy_drift, serve_config
@@ -115,7 +116,10 @@ def test_proxy_drift_names_each_proxy_setting_a_running_serve_would_ignore() -> 
     wanted = ServeDeploySchema.model_validate(config)
     same = {"proxy_location": "HeadOnly", "http_options": {"host": "127.0.0.1", "port": 8123}}
     assert proxy_drift(same, wanted) == []
-    other = {"proxy_location": "EveryNode", "http_options": {"host": "127.0.0.1", "port": 8000}}
+    other = {
+        "proxy_location": ProxyLocation.EveryNode,
+        "http_options": {"host": "127.0.0.1", "port": 8000},
+    }
     assert proxy_drift(other, wanted) == [
         "proxy_location EveryNode where the config asks HeadOnly",
         "port 8000 where the config asks 8123",
