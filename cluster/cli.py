@@ -466,6 +466,38 @@ def bench_graph(
     )
 
 
+@bench_app.command("code-set")
+def bench_code_set(
+    out_dir: Annotated[Path, typer.Argument(help="Folder to write the BEIR set into.")],
+    package: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Installed package to draw functions from (repeatable; default ten "
+            "pure-Python libraries rayweave's install brings)."
+        ),
+    ] = None,
+    queries: Annotated[int, typer.Option(min=1, help="Queries (one function each).")] = 300,
+    max_documents: Annotated[int, typer.Option(min=1, help="Functions in the corpus.")] = 3500,
+    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 7,
+) -> None:
+    """Build a CodeSearchNet-style set (docstring sentence -> the function without it) from
+    installed libraries, for `rayweave eval`: code search that no development set holds."""
+    from rayweave.bench.code_set import DEFAULT_PACKAGES, build_code_set, package_root
+
+    def build() -> None:
+        roots = {name: package_root(name) for name in package or DEFAULT_PACKAGES}
+        made = build_code_set(
+            roots, out_dir, queries=queries, max_documents=max_documents, seed=seed
+        )
+        out.print(
+            f"{out_dir}: {made.documents} functions of {made.functions} found in "
+            f"{len(roots)} packages, {made.queries} queries",
+            highlight=False,
+        )
+
+    _run(build)
+
+
 @app.command("eval")
 def evaluate(
     dataset: Annotated[

@@ -77,6 +77,22 @@ def test_bad_input_exits_2_with_the_problem(cli_env: dict[str, str], tmp_path: P
     assert "empty corpus" in empty.stderr
 
 
+def test_bench_code_set_writes_a_beir_folder_or_names_the_missing_package(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    made = rayweave(
+        cli_env, "bench", "code-set", str(tmp_path / "set"), "--package", "httpx",
+        "--queries", "5", "--max-documents", "20",
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert "20 functions" in made.stdout
+    assert "5 queries" in made.stdout
+    assert len((tmp_path / "set" / "qrels" / "test.tsv").read_text().splitlines()) == 6
+    missing = rayweave(cli_env, "bench", "code-set", str(tmp_path / "x"), "--package", "nope_pkg")
+    assert missing.returncode == 2
+    assert "'nope_pkg' is not installed" in missing.stderr
+
+
 def test_ingest_prints_its_progress_and_summary_only(
     cli_env: dict[str, str], tmp_path: Path
 ) -> None:
