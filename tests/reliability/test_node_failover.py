@@ -66,7 +66,7 @@ def spread_app(
     with joined_nodes(ray_stack, ("serve_a", "serve_b")) as dirs:
         # A Serve instance that an earlier module started keeps its proxies (one on every node
         # with a replica, sharing the port through SO_REUSEPORT, so the victim's proxy would
-        # drop the connections it holds): `deploy` refuses to ignore HeadOnly, so start anew.
+        # drop the connections it holds), and `deploy` refuses HeadOnly while it runs: restart.
         serve.shutdown()
         url = deploy(settings)
         try:
