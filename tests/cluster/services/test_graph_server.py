@@ -160,6 +160,25 @@ class TestLifecycle:
             server.start()
         assert not server.pid_path.exists()
 
+    def test_a_child_not_yet_the_jvm_is_waited_for_not_declared_dead(self, tmp_path: Path) -> None:
+        """Between fork and exec the child's command line is not the server's: the start waits
+        (here until its timeout, nothing answering), and reports an exit only once there is one."""
+        import subprocess
+
+        server = make_server(tmp_path / "g", start_timeout_s=1.0)
+        child = subprocess.Popen(["sleep", "30"])
+        server._child = child
+        try:
+            with pytest.raises(ServiceError, match="did not answer on Bolt port"):
+                server._wait_ready(child.pid, "unused-password")
+            child.kill()
+            child.wait()
+            with pytest.raises(ServiceError, match="exited during start-up"):
+                server._wait_ready(child.pid, "unused-password")
+        finally:
+            child.kill()
+            child.wait()
+
     def test_wrong_password_for_existing_data_is_explained(self, tmp_path: Path) -> None:
         server = make_server(tmp_path / "g", password="first-password-1")
         server.start()
