@@ -225,6 +225,11 @@ class GraphServer:
         return None
 
     def _is_our_server(self, pid: int) -> bool:
+        if self._child is not None and self._child.pid == pid:
+            # Launched here: ours while it runs. Between fork and exec its command line is still
+            # Python's, and a loaded machine makes that window long enough to read (a CI run
+            # reported a start dead before the JVM had run).
+            return self._alive(pid)
         state = process_state(pid)
         if state is None:
             return False
@@ -306,7 +311,7 @@ class GraphServer:
         deadline = time.monotonic() + self.start_timeout_s
         last_error = "no answer"
         while time.monotonic() < deadline:
-            if self._gone(pid):
+            if not self._is_our_server(pid):
                 raise ServiceError(
                     f"the embedded graph server (pid {pid}) exited during start-up; "
                     f"last lines of {self.log_path}:\n{log_tail(self.log_path)}"
@@ -336,15 +341,6 @@ class GraphServer:
             f"{self.start_timeout_s:.0f} s ({last_error}); last lines of {self.log_path}:\n"
             f"{log_tail(self.log_path)}"
         )
-
-    def _gone(self, pid: int) -> bool:
-        """Whether the server being waited for has died. A child of ours is gone only once it
-        exits: between fork and exec its command line is still Python's, which a loaded machine
-        makes long enough to read (a CI run reported a start dead before the JVM had run). A server
-        adopted from the pid file is gone once its process is no longer that server."""
-        if self._child is not None and self._child.pid == pid:
-            return self._child.poll() is not None
-        return not self._is_our_server(pid)
 
     def _terminate(self, pid: int) -> None:
         terminate(pid, self.stop_timeout_s, self._alive)
