@@ -225,7 +225,8 @@ def statement_edges(
     chunks: Sequence[Chunk],
     extractions: Mapping[str, Extraction],
 ) -> None:
-    """The LLM hook's statements: RELATED_TO between subject and object."""
+    """An extractor's statements: RELATED_TO from subject to object, the predicate kept on the
+    edge (the walk follows the relation both ways)."""
     for c in chunks:
         ext = extractions.get(c.id)
         if ext is None:
@@ -233,11 +234,12 @@ def statement_edges(
         for st in ext.statements:
             for s in resolver.resolve(normalize_name(st.subject)):
                 for o in resolver.resolve(normalize_name(st.object)):
-                    a, b = sorted((s, o))
+                    if s == o:
+                        continue
                     acc.add(
                         RelType.RELATED_TO,
-                        entity_ref(a),
-                        entity_ref(b),
+                        entity_ref(s),
+                        entity_ref(o),
                         confidence=max(0.0, min(1.0, st.confidence)),
                         source=EdgeSource.LLM,
                         props={"predicate": st.predicate},

@@ -19,6 +19,7 @@ import numpy as np
 
 from rayweave.cluster.types import Chunk, Document, Entity
 from rayweave.graph.builders import build_graph
+from rayweave.graph.extraction import Extraction, encode_extraction
 from rayweave.graph.schema import CORPUS_SOURCES
 from rayweave.graph.store import GraphStore, WriteReport
 from rayweave.graph.synonyms import synonym_edges
@@ -36,11 +37,16 @@ def index_batch(
     *,
     documents: Sequence[Document] = (),
     mentions: Mapping[str, Sequence[Entity]] | None = None,
+    extractions: Mapping[str, Extraction] | None = None,
 ) -> IndexReport:
-    """Write one ingest batch's documents and chunks (`mentions`: an extractor's entities per
-    chunk id, kept for the corpus pass)."""
+    """Write one ingest batch's documents and chunks (`mentions`: NER's entities per chunk id;
+    `extractions`: what a graph extractor read off section chunks; both kept for the corpus
+    pass). A failed extraction is not kept: the chunk has none, as if no extractor had run."""
     docs = store.write_documents(documents) if documents else 0
-    written = store.write_chunks(chunks, mentions) if chunks else 0
+    encoded = {
+        cid: encode_extraction(x) for cid, x in (extractions or {}).items() if x.error is None
+    }
+    written = store.write_chunks(chunks, mentions, encoded) if chunks else 0
     return IndexReport(documents=docs, chunks=written)
 
 
@@ -52,7 +58,8 @@ def rebuild_corpus_edges(store: GraphStore) -> WriteReport:
     if len(mentions) < len(chunks):  # written by an earlier version: keep its NER entities
         store.backfill_mentions()
         chunks, mentions = store.chunks_and_mentions()
-    batch = build_graph(chunks, mentions, settings=store.settings)
+    extractions = store.chunk_extractions()
+    batch = build_graph(chunks, mentions, settings=store.settings, extractions=extractions)
     run = uuid.uuid4().hex
     entities = store.write_entities(batch.entities, mode="replace")
     topics = store.write_topics(batch.topics)

@@ -97,11 +97,20 @@ def extracted_entities(
     mentions: Mapping[str, Sequence[Entity]],
     extractions: Mapping[str, Extraction],
 ) -> dict[str, list[Entity]]:
-    """Per chunk id, the NER extractor's entities followed by the LLM hook's."""
+    """Per chunk id, the NER extractor's entities followed by the graph extractor's, its
+    statements' subjects and objects included: a passage mentions every entity its facts name
+    (HippoRAG's passage-entity edges)."""
     out: dict[str, list[Entity]] = {}
     for c in chunks:
         ext = extractions.get(c.id)
-        ents = [*mentions.get(c.id, ()), *(ext.entities if ext is not None else ())]
+        ents = [*mentions.get(c.id, ())]
+        if ext is not None:
+            ents.extend(ext.entities)
+            ents.extend(
+                Entity(id="", name=name, kind="concept")
+                for st in ext.statements
+                for name in (st.subject, st.object)
+            )
         if ents:
             out[c.id] = ents
     return out

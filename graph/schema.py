@@ -41,6 +41,7 @@ class NodeLabel(StrEnum):
     CONVERSATION = "Conversation"
     MESSAGE = "Message"
     USER = "User"
+    EXTRACTION_CACHE = "ExtractionCache"  # an extractor's answer for a text hash, in no namespace
 
 
 class RelType(StrEnum):
@@ -99,7 +100,8 @@ INFERRED_SOURCES: frozenset[EdgeSource] = frozenset(
 )
 
 # The rules `graph.builders.build_graph` applies to stored chunks: the corpus pass owns these
-# edges and replaces them all (LLM, synonymy, conversation and user edges have other writers).
+# edges and replaces them all, extracted statements (LLM) included, from the extractions kept on
+# chunks (synonymy, conversation and user edges have other writers).
 CORPUS_SOURCES: frozenset[EdgeSource] = frozenset(
     {
         EdgeSource.TITLE,
@@ -113,6 +115,7 @@ CORPUS_SOURCES: frozenset[EdgeSource] = frozenset(
         EdgeSource.CODE,
         EdgeSource.ERROR,
         EdgeSource.LINK,
+        EdgeSource.LLM,
     }
 )
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import GraphPath, Hit
-from rayweave.graph.names import query_forms
+from rayweave.graph.names import normalize_name, query_forms, variants
 from rayweave.graph.ppr import (
     Pushers,
     Transition,
@@ -74,6 +74,7 @@ class WalkRequest:
     entities: Mapping[int, float]
     seeds: Mapping[int, float]
     weights: Weights
+    entity_share: float | None = None  # None: `GraphSettings.walk_entity_share`
 
 
 def query_entities(
@@ -98,6 +99,24 @@ def query_entities(
     rows = entity_rows_for(projection, chosen)
     df = projection.nodes.df
     return {row: idf(int(max(1.0, float(df[row])))) for row in rows}
+
+
+def fact_entities(projection: GraphProjection, facts: Sequence[Hit]) -> dict[int, float]:
+    """Entity rows the query's best facts name as subject or object (their `subject`/`object`
+    metadata), each weighted by its best fact's score times its rarity, as query entities are:
+    the facts say which entities the answer chain runs through."""
+    df = projection.nodes.df
+    out: dict[int, float] = {}
+    for fact in facts:
+        score = max(0.0, fact.score)
+        for key in ("subject", "object"):
+            form = normalize_name(str(fact.metadata.get(key, "")))
+            if not form:
+                continue
+            for row in entity_rows_for(projection, variants(form)):
+                weight = score * idf(int(max(1.0, float(df[row]))))
+                out[row] = max(out.get(row, 0.0), weight)
+    return out
 
 
 def seed_rows(projection: GraphProjection, seeds: Sequence[Hit]) -> dict[int, float]:
@@ -136,7 +155,8 @@ def walk(
     Seeds stay in the ranking: a seed the walk keeps returning to is confirmed by the graph
     (on hotpotqa-dev, leaving the seeds out lost 0.03 Recall@5: the list's new documents alone
     are weaker evidence than its re-ranking of the seeds)."""
-    reset = reset_distribution(request, settings.walk_entity_share)
+    share = settings.walk_entity_share if request.entity_share is None else request.entity_share
+    reset = reset_distribution(request, share)
     if not reset:
         return []
     transition = projection.transition(request.weights)

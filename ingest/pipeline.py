@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -29,6 +29,8 @@ from rayweave.ingest.resources import StageResources, cluster_nodes, plan_resour
 
 if TYPE_CHECKING:
     from ray.data import Dataset
+
+    from rayweave.graph.extraction import Extraction
 
 
 def resolve_layout(settings: Settings) -> Literal["staged", "fused"]:
@@ -253,11 +255,36 @@ def _staged_pools(run: _Run) -> list[_Pool]:
     if settings.models.clip:
         pools.append(_Pool(stages.EmbedImages, model, single, model_opts))
     entity_opts = {"num_cpus": res.model, "batch_size": batch_size}
-    return [
-        *pools,
-        _Pool(stages.ExtractEntities, model, res.entity_pool.strategy_kwargs(), entity_opts),
-        _Pool(stages.WriteStores, {**model, "collection": run.collection}, single, light_opts),
-    ]
+    pools.append(
+        _Pool(stages.ExtractEntities, model, res.entity_pool.strategy_kwargs(), entity_opts)
+    )
+    if settings.graph.extractor is not None:
+        pools.append(_extraction_pool(run))
+    pools.append(
+        _Pool(stages.WriteStores, {**model, "collection": run.collection}, single, light_opts)
+    )
+    return pools
+
+
+def _extraction_pool(run: _Run) -> _Pool:
+    """The graph extractor's own pool: `graph.extractor_actors` actors, each with
+    `extractor_concurrency` requests in flight to an endpoint; a local model takes a GPU share
+    like the encoders when the cluster has GPUs. An endpoint actor needs little CPU."""
+    from rayweave.graph.llm_extraction import parse_extractor_spec
+    from rayweave.ingest import stages
+
+    settings, res = run.settings, run.res
+    assert settings.graph.extractor is not None
+    kind, _ = parse_extractor_spec(settings.graph.extractor)
+    opts: dict[str, Any] = {"batch_size": settings.ingest.batch_size}
+    if kind == "local":
+        opts["num_cpus"] = res.model
+        if res.gpus > 0:
+            opts["num_gpus"] = res.gpus
+    else:
+        opts["num_cpus"] = res.light
+    ctor = {"settings": settings, "collection": run.collection}
+    return _Pool(stages.ExtractFacts, ctor, {"size": settings.graph.extractor_actors}, opts)
 
 
 def _through_pools(ds: Dataset, pools: list[_Pool]) -> Dataset:
@@ -324,18 +351,20 @@ def run_ingest(
 
 def finalize(settings: Settings, collection: str) -> tuple[int, int]:
     """Corpus-wide steps after documents are written or deleted: the graph's entity layer from
-    every stored chunk (`graph.indexing`), entity synonymy from the dense encoder, and the vector
-    index build. Returns the namespace's graph node and relationship totals."""
+    every stored chunk (`graph.indexing`), entity synonymy from the dense encoder, the facts
+    collection from the extractions kept on chunks, and the vector index build. Returns the
+    namespace's graph node and relationship totals."""
     from rayweave.cluster.vectors.service import vector_store_for
     from rayweave.graph.indexing import rebuild_corpus_edges
     from rayweave.graph.store import open_graph_store
+    from rayweave.models.factory import build_dense_encoder
 
     graph = open_graph_store(settings, namespace=collection)
     try:
         rebuild_corpus_edges(graph)
+        encoder = None
         if settings.graph.synonym_threshold < 1.0:
             from rayweave.graph.indexing import rebuild_synonyms
-            from rayweave.models.factory import build_dense_encoder
 
             encoder = build_dense_encoder(settings.models)
             rebuild_synonyms(
@@ -344,12 +373,37 @@ def finalize(settings: Settings, collection: str) -> tuple[int, int]:
                 threshold=settings.graph.synonym_threshold,
                 max_per_entity=settings.graph.synonym_max_per_entity,
             )
+        extractions = graph.chunk_extractions()
+        if extractions or settings.graph.extractor is not None:
+            _sync_facts(settings, collection, extractions, encoder)
         counts = graph.counts()
     finally:
         graph.close()
     store = vector_store_for(settings, collection)
     store.optimize()
     return sum(counts.nodes.values()), sum(counts.relationships.values())
+
+
+def _sync_facts(
+    settings: Settings, collection: str, extractions: Mapping[str, Extraction], encoder: Any
+) -> None:
+    """The facts collection equal to the stored extractions' statements (`graph/facts.py`);
+    fact texts are encoded as documents, since a query is matched against them."""
+    from rayweave.cluster.vectors.service import vector_store_for
+    from rayweave.graph.facts import collect_facts, facts_collection, sync_facts
+    from rayweave.models.factory import build_dense_encoder
+
+    encoder = encoder or build_dense_encoder(settings.models)
+    name = facts_collection(collection)
+    store = vector_store_for(settings, name)
+    sync_facts(
+        store,
+        collect_facts(extractions),
+        lambda texts: encoder.encode(texts, kind="document"),
+        name=name,
+        dense_dim=encoder.dim,
+    )
+    store.optimize()
 
 
 def delete_documents(

@@ -16,6 +16,55 @@ class DocumentError:
     reason: str
 
 
+MAX_EXTRACTION_ERRORS = 20
+"""Failed chunk extractions a summary lists by name (all are counted)."""
+
+
+@dataclass(slots=True, kw_only=True)
+class ExtractionTally:
+    """What the graph extractor did for a document's (or a run's) section chunks."""
+
+    extracted: int = 0  # chunks with at least one entity or fact
+    empty: int = 0  # answered with nothing (for `file:`, no passage matched the chunk)
+    failed: int = 0  # a model error or an answer that could not be parsed; counted, not fatal
+    cached: int = 0  # answers reused from the extraction cache (no model call)
+    facts: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def count(self, extraction: Any, chunk_id: str, *, cached: bool = False) -> None:
+        """Add one chunk's `graph.extraction.Extraction`."""
+        self.cached += int(cached)
+        if extraction.error is not None:
+            self.failed += 1
+            if len(self.errors) < MAX_EXTRACTION_ERRORS:
+                self.errors.append(f"chunk {chunk_id}: {extraction.error}")
+        elif extraction.entities or extraction.statements:
+            self.extracted += 1
+            self.facts += len(extraction.statements)
+        else:
+            self.empty += 1
+
+    def merge(self, other: ExtractionTally) -> None:
+        self.extracted += other.extracted
+        self.empty += other.empty
+        self.failed += other.failed
+        self.cached += other.cached
+        self.facts += other.facts
+        room = MAX_EXTRACTION_ERRORS - len(self.errors)
+        self.errors.extend(other.errors[: max(room, 0)])
+
+    @property
+    def chunks(self) -> int:
+        return self.extracted + self.empty + self.failed
+
+    def render(self) -> str:
+        return (
+            f"extraction: {self.chunks} chunks, {self.extracted} with facts or entities "
+            f"({self.facts} facts), {self.empty} empty, {self.failed} failed, "
+            f"{self.cached} from the cache"
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DocumentOutcome:
     """One row of the write stage's output."""
@@ -26,6 +75,7 @@ class DocumentOutcome:
     chunks: int = 0
     vectors: int = 0
     error: str | None = None
+    extraction: ExtractionTally | None = None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -45,6 +95,7 @@ class IngestSummary:
     skipped_types: dict[str, int] = field(default_factory=dict)
     """Files seen but not ingested because of their type, by type (`.gif`, `no extension`)."""
     notes: list[str] = field(default_factory=list)
+    extraction: ExtractionTally | None = None  # set when a graph extractor ran
     """Why some files were not ingested and how to change that (e.g. no image model)."""
 
     @property
@@ -75,6 +126,10 @@ class IngestSummary:
                 self.add_error(outcome.source, outcome.error or "unknown error")
         self.chunks += outcome.chunks
         self.vectors += outcome.vectors
+        if outcome.extraction is not None:
+            if self.extraction is None:
+                self.extraction = ExtractionTally()
+            self.extraction.merge(outcome.extraction)
 
     def add_error(self, path: str, reason: str) -> None:
         self.documents_failed += 1
@@ -115,6 +170,9 @@ class IngestSummary:
                 f"ignored {len(self.ignored)} paths (.gitignore, .rayweaveignore, ingest "
                 f"include/exclude): {shown}"
             )
+        if self.extraction is not None:
+            lines.append(self.extraction.render())
+            lines += [f"  extraction failed: {e}" for e in self.extraction.errors]
         lines += [f"  note: {note}" for note in self.notes]
         for err in self.errors[:50]:
             lines.append(f"  error: {err.path}: {err.reason}")

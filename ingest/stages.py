@@ -18,8 +18,9 @@ import numpy as np
 from rayweave.cluster.errors import RayweaveError, SourceError
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Chunk, ContentType, Document, Entity, Level, SparseVector
+from rayweave.graph.extraction import Extraction
 from rayweave.ingest.entity_propagation import ner_sections, propagate_entities
-from rayweave.ingest.report import DocStatus
+from rayweave.ingest.report import DocStatus, ExtractionTally
 
 Batch = dict[str, Any]
 Encoded = TypeVar("Encoded")
@@ -36,6 +37,8 @@ class DocWork:
     sparse: list[SparseVector] | None = None
     image: dict[int, np.ndarray] = field(default_factory=dict)
     entities: list[list[Entity]] | None = None
+    extractions: dict[str, Extraction] = field(default_factory=dict)
+    extraction: ExtractionTally = field(default_factory=lambda: ExtractionTally())
     error: str | None = None
 
     @property
@@ -262,6 +265,50 @@ class ExtractEntities:
         return _batch(works)
 
 
+class ExtractFacts:
+    """Entities and facts a graph extractor (`graph.extractor`) reads off each section chunk,
+    through the store's cache: one extractor and one graph client per actor. A chunk whose
+    extraction failed is counted and written without one; the document is still ingested."""
+
+    def __init__(self, settings: Settings, collection: str) -> None:
+        from rayweave.graph.extractor_factory import build_graph_extractor, extractor_identity
+        from rayweave.graph.store import open_graph_store
+
+        extractor = build_graph_extractor(settings)
+        if extractor is None:
+            raise SourceError("ExtractFacts needs graph.extractor to be set")
+        self.extractor = extractor
+        self.identity = extractor_identity(settings)
+        self.cache = (
+            open_graph_store(settings, namespace=collection) if self.identity is not None else None
+        )
+
+    def __call__(self, batch: Batch) -> Batch:
+        from rayweave.graph.extractor_factory import extract_cached
+
+        works = _works(batch)
+        # The sections NER reads: a passage or a docs section is the unit whose facts a question
+        # chains (summaries and propositions repeat its words; code has its parser's symbols).
+        units = [(w, i) for w in works if w.active for i in ner_sections(w.chunks)]
+        if not units:
+            return _batch(works)
+        found, cached = extract_cached(
+            self.extractor,
+            [w.chunks[i].text for w, i in units],
+            identity=self.identity,
+            cache=self.cache,
+        )
+        for (w, i), extraction, hit in zip(units, found, cached, strict=True):
+            w.extractions[w.chunks[i].id] = extraction
+            w.extraction.count(extraction, w.chunks[i].id, cached=hit)
+        return _batch(works)
+
+    def __del__(self) -> None:
+        cache = getattr(self, "cache", None)
+        if cache is not None:
+            cache.close()
+
+
 class WriteStores:
     """One vector-store client and one graph-store client per actor; writes whole documents."""
 
@@ -297,7 +344,10 @@ class IngestBatches:
         ]
         if settings.models.clip:
             self.steps.append(EmbedImages(settings))
-        self.steps += [ExtractEntities(settings), WriteStores(settings, collection)]
+        self.steps.append(ExtractEntities(settings))
+        if settings.graph.extractor is not None:
+            self.steps.append(ExtractFacts(settings, collection))
+        self.steps.append(WriteStores(settings, collection))
 
     def __call__(self, batch: Batch) -> Batch:
         for step in self.steps:

@@ -188,6 +188,7 @@ class DocumentWriter:
                 status=w.status,
                 chunks=len(w.chunks),
                 vectors=len(w.chunks),
+                extraction=w.extraction if w.extraction.chunks else None,
             )
             for w in works
         ]
@@ -212,6 +213,7 @@ class DocumentWriter:
             chunks,
             documents=[w.document for w in works if w.document is not None],
             mentions=mentions,
+            extractions={cid: x for w in works for cid, x in w.extractions.items()},
         )
 
     @staticmethod

@@ -242,6 +242,17 @@ def collapse_duplicates(hits: Sequence[Hit]) -> list[Hit]:
 VECTOR_LISTS = frozenset({"dense", "sparse", "hierarchical"})
 # The graph's first bridge hop from each seed: read by `promote_linked`, never fused as a vote.
 LINKS = "bridge-links"
+# The graph walk when facts seeded it (`serve/graph_retriever.py`); `fact_ranking` decides.
+FACT_WALK = "graph-facts"
+
+
+def walk_first(walk: Sequence[Hit], fused: Sequence[Hit]) -> list[Hit]:
+    """The walk's ranking, then the fused hits it left out: with facts for seeds the walk is the
+    ranking (its restart already holds the top vector passages at a small weight), and fusing
+    it again with the vector lists would count the dense signal twice (HippoRAG 2)."""
+    ids = {h.id for h in walk}
+    rest = [h for h in fused if h.id not in ids]
+    return _raised(list(walk), rest[0].score if rest else 0.0) + rest
 
 
 def _raised(head: Sequence[Hit], floor: float) -> list[Hit]:
@@ -332,9 +343,18 @@ class FusionRanker:
         self.k = settings.rrf_k
         self.link_promote = settings.link_promote
         self.link_depth = settings.link_depth
+        self.fact_ranking = settings.fact_ranking
 
     async def fuse(self, lists: Mapping[str, Sequence[Hit]], plan: FusionPlan) -> list[Hit]:
-        voting = {name: hits for name, hits in lists.items() if name != LINKS}
+        walk = lists.get(FACT_WALK)
+        voting = {name: hits for name, hits in lists.items() if name not in (LINKS, FACT_WALK)}
+        if walk is not None and self.fact_ranking == "walk":
+            fused = anchored_fusion(
+                voting, anchor_top=0, method=self.method, weights=plan.weights, k=self.k
+            )
+            return walk_first(walk, fused)
+        if walk is not None:
+            voting["graph-expand"] = walk
         fused = anchored_fusion(
             voting, anchor_top=plan.anchor_top, method=self.method, weights=plan.weights, k=self.k
         )

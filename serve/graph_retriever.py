@@ -25,6 +25,7 @@ from rayweave.graph.traversal import GraphTraversal
 from rayweave.graph.walk import (
     WalkRequest,
     bridge_links,
+    fact_entities,
     query_entities,
     relation_weights,
     seed_rows,
@@ -32,7 +33,7 @@ from rayweave.graph.walk import (
 )
 from rayweave.models.protocols import EntityExtractor
 from rayweave.serve.conversation import ConversationMessage
-from rayweave.serve.fusion import LINKS
+from rayweave.serve.fusion import FACT_WALK, LINKS
 from rayweave.serve.search import RankedLists, RetrievalQuery
 
 
@@ -74,12 +75,17 @@ class GraphSearch:
         *,
         seeds: bool,
     ) -> WalkRequest:
+        entities = query_entities(
+            projection, query.text, query.keywords, self.settings.gazetteer_max_ngram
+        )
+        named = fact_entities(projection, query.facts) if seeds and query.facts else {}
+        for row, weight in named.items():
+            entities[row] = max(entities.get(row, 0.0), weight)
         return WalkRequest(
-            entities=query_entities(
-                projection, query.text, query.keywords, self.settings.gazetteer_max_ngram
-            ),
+            entities=entities,
             seeds=seed_rows(projection, query.seeds) if seeds else {},
             weights=relation_weights(profile),
+            entity_share=self.settings.walk_fact_entity_share if named else None,
         )
 
     async def retrieve(self, query: RetrievalQuery) -> RankedLists:
@@ -99,7 +105,11 @@ class GraphSearch:
             hits = await asyncio.to_thread(
                 self.traversal.conversation_rerank, hits, query.conversation_id
             )
-        lists = {"graph-expand": _marked(hits, "graph-expand")}
+        name = "graph-expand"
+        if query.facts and request.entity_share is not None:
+            name = FACT_WALK
+            hits = with_facts(hits, query.facts, projection)
+        lists = {name: _marked(hits, name)}
         if links:
             lists[LINKS] = _marked(links, LINKS)
         return lists
@@ -136,3 +146,38 @@ def _marked(hits: list[Hit], name: str) -> list[Hit]:
     from dataclasses import replace
 
     return [replace(h, retrievers=(name,)) for h in hits]
+
+
+def with_facts(hits: list[Hit], facts: Sequence[Hit], projection: GraphProjection) -> list[Hit]:
+    """Each hit with the facts that led to it: those stated by the hit's own chunk, or naming an
+    entity on the hit's path (the search page shows them under the passage)."""
+    from dataclasses import replace
+
+    from rayweave.graph.names import normalize_name
+
+    by_entity: dict[str, list[str]] = {}
+    for fact in facts:
+        for key in ("subject", "object"):
+            form = normalize_name(str(fact.metadata.get(key, "")))
+            for eid in entity_ids_for(projection, form):
+                by_entity.setdefault(eid, []).append(fact.text)
+    out = []
+    for hit in hits:
+        texts = [f.text for f in facts if hit.id in (f.metadata.get("chunk_ids") or ())]
+        for path in hit.paths:
+            for node in path.nodes:
+                texts.extend(by_entity.get(node, ()))
+        if texts:
+            metadata = {**hit.metadata, "facts": list(dict.fromkeys(texts))[:3]}
+            hit = replace(hit, metadata=metadata)
+        out.append(hit)
+    return out
+
+
+def entity_ids_for(projection: GraphProjection, form: str) -> list[str]:
+    from rayweave.graph.names import variants
+    from rayweave.graph.projection import entity_rows_for
+
+    if not form:
+        return []
+    return [projection.nodes.ids[row] for row in entity_rows_for(projection, variants(form))]

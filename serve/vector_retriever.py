@@ -24,8 +24,9 @@ from rayweave.cluster.types import Hit, Level, SparseVector
 from rayweave.cluster.vectors.store import ScoredPoint, VectorQuery, VectorStore
 from rayweave.models.protocols import DenseEncoder, SparseEncoder
 from rayweave.serve.batching import MicroBatcher
+from rayweave.serve.fact_search import FactSearch
 from rayweave.serve.fusion import cap_per_document
-from rayweave.serve.search import RankedLists, RetrievalQuery
+from rayweave.serve.search import FACTS, RankedLists, RetrievalQuery
 
 HIERARCHY_DECAY = 0.5
 # What a search hit carries before hydration: enough to fuse, cap per document and seed the
@@ -71,6 +72,7 @@ class VectorSearch:
         settings: RetrievalSettings,
         batch_max: int = 1,
         batch_wait_s: float = 0.0,
+        facts: FactSearch | None = None,
     ) -> None:
         self.store = store
         self.dense = dense
@@ -82,6 +84,7 @@ class VectorSearch:
         # The sparse pass runs beside the dense one: ONNX Runtime releases the GIL, so a lone
         # query's two encodes take the longer one's time on two cores, not their sum.
         self._sparse_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparse-encode")
+        self.facts = facts
 
     @classmethod
     def from_settings(
@@ -105,11 +108,14 @@ class VectorSearch:
             settings=settings.serve.retrieval,
             batch_max=settings.serve.encode_batch_max if invariant else 1,
             batch_wait_s=settings.serve.encode_batch_wait_ms / 1000,
+            facts=FactSearch.from_settings(settings, collection or settings.qdrant.collection),
         )
 
     def close(self) -> None:
         self._sparse_pool.shutdown(wait=False)
         self.store.close()
+        if self.facts is not None:
+            self.facts.close()
 
     def _encode_batch(self, items: list[tuple[str, bool]]) -> list[Encoded]:
         """Dense vectors of every query, sparse ones of those that asked: two forward passes
@@ -128,8 +134,14 @@ class VectorSearch:
         plan = query.plan
         vec, sp = await self.encoder((query.text, plan.sparse))
         if plan.hierarchical:
-            return {"hierarchical": await asyncio.to_thread(self._hierarchical, query, vec, sp)}
-        return await asyncio.to_thread(self._flat, query, vec, sp)
+            lists = {"hierarchical": await asyncio.to_thread(self._hierarchical, query, vec, sp)}
+        else:
+            lists = await asyncio.to_thread(self._flat, query, vec, sp)
+        if plan.graph and self.facts is not None:
+            facts = await asyncio.to_thread(self.facts.search, vec)
+            if facts:
+                lists[FACTS] = facts
+        return lists
 
     def _flat(self, query: RetrievalQuery, vec: np.ndarray, sp: SparseVector | None) -> RankedLists:
         plan = query.plan

@@ -36,10 +36,16 @@ def decode_mentions(text: object) -> list[Entity]:
 
 
 def chunk_row(
-    c: Chunk, *, ns: str, key: Callable[[str], str], mentions: Sequence[Entity]
+    c: Chunk,
+    *,
+    ns: str,
+    key: Callable[[str], str],
+    mentions: Sequence[Entity],
+    extraction: str | None = None,
 ) -> dict[str, Any]:
-    """The UNWIND row `write_chunks` merges for one chunk (`key` maps ids to node keys)."""
-    return {
+    """The UNWIND row `write_chunks` merges for one chunk (`key` maps ids to node keys);
+    `extraction` is an extractor's JSON (`graph.extraction.encode_extraction`) when it read one."""
+    row: dict[str, Any] = {
         "key": key(c.id),
         "dkey": key(c.doc_id),
         "doc_id": c.doc_id,
@@ -66,6 +72,9 @@ def chunk_row(
         },
         "title": c.title or None,
     }
+    if extraction is not None:
+        row["props"]["extraction"] = extraction
+    return row
 
 
 def structure_links(

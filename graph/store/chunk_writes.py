@@ -74,21 +74,32 @@ class ChunkWrites(StoreConnection):
         return self._write_rows(_WRITE_DOCUMENTS, rows, op="write_documents")
 
     def write_chunks(
-        self, chunks: Sequence[Chunk], mentions: Mapping[str, Sequence[Entity]] | None = None
+        self,
+        chunks: Sequence[Chunk],
+        mentions: Mapping[str, Sequence[Entity]] | None = None,
+        extractions: Mapping[str, str] | None = None,
     ) -> int:
         """Chunk nodes plus CHUNK_OF, HAS_CHILD (both directions' fields) and NEXT edges.
 
         A `Level.DOCUMENT` chunk is stored on its Document node. Structure edges are written
         whenever both ends exist, from whichever end arrives second, so batch order is free.
         `mentions` (an extractor's entities per chunk id) are kept on the chunk, so that the
-        corpus pass can rebuild the entity layer from stored chunks alone.
+        corpus pass can rebuild the entity layer from stored chunks alone; so are `extractions`
+        (an extractor's JSON per section chunk id).
         """
         mentions = mentions or {}
+        extractions = extractions or {}
         by_label: dict[NodeLabel, list[dict[str, Any]]] = defaultdict(list)
         child_rows: list[dict[str, str]] = []
         next_rows: list[dict[str, str]] = []
         for c in chunks:
-            row = chunk_row(c, ns=self.ns, key=self.key, mentions=mentions.get(c.id, ()))
+            row = chunk_row(
+                c,
+                ns=self.ns,
+                key=self.key,
+                mentions=mentions.get(c.id, ()),
+                extraction=extractions.get(c.id),
+            )
             by_label[label_for_level(c.level)].append(row)
             children, successors = structure_links(c, self.key)
             child_rows.extend(children)

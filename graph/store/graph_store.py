@@ -16,6 +16,7 @@ from __future__ import annotations
 from rayweave.cluster.settings import Settings
 from rayweave.graph.store.chunk_writes import ChunkWrites
 from rayweave.graph.store.conversations import GraphConversations
+from rayweave.graph.store.extractions import GraphExtractions
 from rayweave.graph.store.reads import GraphReads
 from rayweave.graph.store.removal import GraphRemoval
 from rayweave.graph.store.views import GraphViews
@@ -25,7 +26,13 @@ __all__ = ["GraphStore", "open_graph_store"]
 
 
 class GraphStore(
-    ChunkWrites, GraphWrites, GraphRemoval, GraphReads, GraphViews, GraphConversations
+    ChunkWrites,
+    GraphWrites,
+    GraphRemoval,
+    GraphReads,
+    GraphViews,
+    GraphConversations,
+    GraphExtractions,
 ):
     """The graph of one namespace (see module docstring): each base is one responsibility over
     the shared `StoreConnection`."""

@@ -1,0 +1,135 @@
+"""Fact points: each distinct extracted statement as text with a dense vector, searchable by
+similarity (HippoRAG 2's recognition step: a question's best-matching facts name the entities
+its answer chain runs through).
+
+Facts live in their own Qdrant collection beside the chunks' (`<collection>-facts`, dense only),
+so nothing that reads chunks ever meets one. The corpus pass syncs it with the extractions kept
+on chunks: only new facts are encoded, facts no chunk states any more are deleted, so the
+collection always equals a fresh build from the documents that remain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rayweave.cluster.errors import NotFoundError
+from rayweave.cluster.types import stable_id
+from rayweave.cluster.vectors.store import CollectionSpec, VectorPoint, VectorStore
+from rayweave.graph.extraction import Extraction
+from rayweave.graph.names import normalize_name
+
+FACTS_SUFFIX = "-facts"
+_PAGE = 1024
+_ENCODE_BATCH = 256
+
+
+def facts_collection(collection: str) -> str:
+    """The collection holding `collection`'s facts."""
+    return f"{collection}{FACTS_SUFFIX}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fact:
+    """One statement as the walk uses it: its text, the names it links, the chunks stating it."""
+
+    id: str
+    text: str
+    subject: str
+    object: str
+    chunk_ids: tuple[str, ...]
+
+    def payload(self) -> dict[str, object]:
+        return {
+            "text": self.text,
+            "subject": self.subject,
+            "object": self.object,
+            "chunk_ids": list(self.chunk_ids),
+        }
+
+
+def collect_facts(extractions: Mapping[str, Extraction]) -> list[Fact]:
+    """Distinct facts over every chunk's extraction, merged by their normalised text; a fact
+    whose subject or object normalises to nothing is no link and is left out."""
+    merged: dict[str, tuple[str, str, str, set[str]]] = {}
+    for chunk_id, extraction in extractions.items():
+        for st in extraction.statements:
+            subject, obj = normalize_name(st.subject), normalize_name(st.object)
+            if not subject or not obj:
+                continue
+            text = " ".join(st.text.split())
+            key = " ".join((subject, normalize_name(st.predicate), obj))
+            entry = merged.setdefault(key, (text, st.subject.strip(), st.object.strip(), set()))
+            entry[3].add(chunk_id)
+    return [
+        Fact(id=stable_id("fact", key), text=text, subject=s, object=o, chunk_ids=tuple(sorted(c)))
+        for key, (text, s, o, c) in sorted(merged.items())
+    ]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FactSync:
+    facts: int
+    added: int
+    removed: int
+
+
+def sync_facts(
+    store: VectorStore,
+    facts: Sequence[Fact],
+    encode: Callable[[list[str]], np.ndarray],
+    *,
+    name: str,
+    dense_dim: int,
+) -> FactSync:
+    """Make `store` (the facts collection `name`) hold exactly `facts`: encode and upsert the
+    new ones, update the chunks of those that moved, delete the rest. No facts drops it."""
+    stored = _stored(store)
+    if not facts:
+        if stored is not None:
+            store.drop()
+        return FactSync(facts=0, added=0, removed=len(stored or {}))
+    store.ensure_collection(
+        CollectionSpec(
+            name=name,
+            dense_dim=dense_dim,
+            sparse=False,
+            keyword_fields=("chunk_id",),
+            bool_fields=(),
+        )
+    )
+    stored = stored or {}
+    new = [f for f in facts if f.id not in stored]
+    for start in range(0, len(new), _ENCODE_BATCH):
+        part = new[start : start + _ENCODE_BATCH]
+        vectors = encode([f.text for f in part])
+        store.upsert(
+            [
+                VectorPoint(id=f.id, payload=f.payload(), dense=v)
+                for f, v in zip(part, vectors, strict=True)
+            ]
+        )
+    for f in facts:
+        if f.id in stored and stored[f.id] != f.chunk_ids:
+            store.set_payload({"chunk_id": f.id}, {"chunk_ids": list(f.chunk_ids)})
+    gone = sorted(set(stored) - {f.id for f in facts})
+    if gone:
+        store.delete({"chunk_id": gone})
+    return FactSync(facts=len(facts), added=len(new), removed=len(gone))
+
+
+def _stored(store: VectorStore) -> dict[str, tuple[str, ...]] | None:
+    """Fact id -> its chunk ids, for every stored fact; None when the collection is absent."""
+    try:
+        store.spec()
+    except NotFoundError:
+        return None
+    out: dict[str, tuple[str, ...]] = {}
+    offset: str | None = None
+    while True:
+        points, offset = store.scroll(limit=_PAGE, offset=offset)
+        out.update({p.id: tuple(p.payload.get("chunk_ids") or ()) for p in points})
+        if offset is None:
+            return out
