@@ -57,9 +57,9 @@ def build_graph_extractor(settings: Settings) -> GraphExtractor | None:
 
         return FileExtractor(Path(target).expanduser())
     if kind == "rules":
-        from rayweave.graph.rule_extraction import RuleExtractor
+        from rayweave.graph.rule_extraction import DEFAULT_SPACY_MODEL, RuleExtractor
 
-        return RuleExtractor()
+        return RuleExtractor(spacy_model=settings.models.ner or DEFAULT_SPACY_MODEL)
     from rayweave.models.factory import run_options
 
     key = settings.graph.extractor_api_key
@@ -105,3 +105,20 @@ def extract_cached(
                 }
             )
     return [results[t] for t in texts], from_cache
+
+
+def file_match_note(path: str, texts: Sequence[str]) -> str:
+    """How a `file:` extractor's passages matched the namespace's section texts: what a user
+    importing another system's extractions needs to see (chunks without a passage get none)."""
+    from rayweave.graph.openie_file import FileExtractor
+
+    extractor = FileExtractor(Path(path).expanduser())
+    extractor.extract(list(texts))
+    r = extractor.report()
+    sample = f" (e.g. {', '.join(r.unused_sample[:3])})" if r.unused_sample else ""
+    return (
+        f"extractions file {r.path}: {r.chunks_matched} of {r.chunks_matched + r.chunks_unmatched} "
+        f"section chunks matched a passage ({r.chunks_unmatched} did not); "
+        f"{r.passages_unused} of {r.passages} passages matched no chunk{sample}; "
+        f"{r.triples_dropped} malformed triples dropped"
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,7 @@ class Fact:
     object: str
     chunk_ids: tuple[str, ...]
 
-    def payload(self) -> dict[str, object]:
+    def payload(self) -> dict[str, Any]:
         return {
             "text": self.text,
             "subject": self.subject,

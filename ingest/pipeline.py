@@ -345,8 +345,26 @@ def run_ingest(
     _collect(ds, console, collection, source.total, summary)
     with console.status("linking entities across documents and building the vector index"):
         summary.graph_nodes, summary.graph_edges = finalize(settings, collection)
+    if settings.graph.extractor is not None and settings.graph.extractor.startswith("file:"):
+        summary.notes.append(_file_match_note(settings, collection))
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def _file_match_note(settings: Settings, collection: str) -> str:
+    """A `file:` extractor's matches over every stored section (each actor saw only its share)."""
+    from rayweave.graph.extractor_factory import file_match_note
+    from rayweave.graph.store import open_graph_store
+    from rayweave.ingest.entity_propagation import ner_sections
+
+    assert settings.graph.extractor is not None
+    graph = open_graph_store(settings, namespace=collection)
+    try:
+        chunks, _ = graph.chunks_and_mentions()
+    finally:
+        graph.close()
+    texts = [chunks[i].text for i in ner_sections(chunks)]
+    return file_match_note(settings.graph.extractor.removeprefix("file:"), texts)
 
 
 def finalize(settings: Settings, collection: str) -> tuple[int, int]:

@@ -149,21 +149,26 @@ def _marked(hits: list[Hit], name: str) -> list[Hit]:
 
 
 def with_facts(hits: list[Hit], facts: Sequence[Hit], projection: GraphProjection) -> list[Hit]:
-    """Each hit with the facts that led to it: those stated by the hit's own chunk, or naming an
-    entity on the hit's path (the search page shows them under the passage)."""
+    """Each hit with the facts that led to it: those its document states, or naming an entity on
+    the hit's path (the search page shows them under the passage)."""
     from dataclasses import replace
 
     from rayweave.graph.names import normalize_name
 
     by_entity: dict[str, list[str]] = {}
+    by_doc: dict[str, list[str]] = {}
     for fact in facts:
         for key in ("subject", "object"):
             form = normalize_name(str(fact.metadata.get(key, "")))
             for eid in entity_ids_for(projection, form):
                 by_entity.setdefault(eid, []).append(fact.text)
+        for chunk_id in fact.metadata.get("chunk_ids") or ():
+            row = projection.chunk_rows.get(str(chunk_id))
+            if row is not None:
+                by_doc.setdefault(projection.doc_id(row), []).append(fact.text)
     out = []
     for hit in hits:
-        texts = [f.text for f in facts if hit.id in (f.metadata.get("chunk_ids") or ())]
+        texts = list(by_doc.get(hit.doc_id, ()))
         for path in hit.paths:
             for node in path.nodes:
                 texts.extend(by_entity.get(node, ()))

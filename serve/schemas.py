@@ -93,6 +93,11 @@ class ResultItem(_Model):
         description="Sources of passages identical to this one, folded into it (same text, "
         "another document: a copied file, a second checkout).",
     )
+    facts: list[str] = Field(
+        default_factory=list,
+        description="Extracted facts that led the graph walk here (namespaces ingested with "
+        "`graph.extractor`): stated by this passage or naming an entity on its path.",
+    )
 
     @classmethod
     def of(cls, hit: Hit) -> ResultItem:
@@ -108,6 +113,7 @@ class ResultItem(_Model):
             retrievers=list(hit.retrievers),
             paths=[PathModel.of(p) for p in hit.paths],
             duplicates=list(hit.duplicates),
+            facts=[str(f) for f in hit.metadata.get("facts") or ()],
         )
 
 

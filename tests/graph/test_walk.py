@@ -184,3 +184,27 @@ def test_a_sentence_comention_carries_the_walk_to_the_next_hop() -> None:
         return next(h.score for h in walk(p, request, settings, limit=10) if h.id == "hillage")
 
     assert hillage_score(linked) > hillage_score(base)
+
+
+def test_facts_seed_the_entities_they_name_weighted_by_score_and_rarity() -> None:
+    from rayweave.graph.walk import fact_entities
+
+    graph = bridge_graph()
+    facts = [
+        Hit(
+            id="f1",
+            doc_id="",
+            text="Steve Hillage married Miquette Giraudy",
+            score=0.8,
+            metadata={"subject": "Steve Hillage", "object": "Miquette Giraudy"},
+        ),
+        Hit(id="f2", doc_id="", text="x", score=0.9, metadata={"subject": "Nobody", "object": ""}),
+    ]
+    rows = fact_entities(graph, facts)
+    names = {graph.nodes.names[r]: w for r, w in rows.items()}
+    assert set(names) == {"Steve Hillage", "Miquette Giraudy"}
+    # The rarer entity (df 1 against 4) weighs more for the same fact.
+    assert names["Miquette Giraudy"] > names["Steve Hillage"] > 0
+    request = WalkRequest(entities=rows, seeds={}, weights=MULTI_HOP, entity_share=0.95)
+    hits = walk(graph, request, GraphSettings(), limit=3)
+    assert hits[0].id == "hillage"  # the passage the fact's entities run through

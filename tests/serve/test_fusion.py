@@ -9,6 +9,7 @@ import pytest
 from rayweave.cluster.settings import RetrievalSettings
 from rayweave.cluster.types import GraphPath, Hit
 from rayweave.serve.fusion import (
+    FACT_WALK,
     LINKS,
     FusionRanker,
     aggregate,
@@ -18,6 +19,7 @@ from rayweave.serve.fusion import (
     fuse,
     promote_linked,
     reciprocal_rank_fusion,
+    walk_first,
     weighted_score_fusion,
 )
 from rayweave.serve.schemas import ContentScope, Profile, QueryType
@@ -275,3 +277,38 @@ def test_collapse_duplicates_folds_a_section_ranked_after_a_passage_it_holds() -
         Hit(id="t", doc_id="a", text="Jitter spreads retries.", score=0.7),
     ]
     assert [x.id for x in collapse_duplicates(hits)] == ["p", "b", "t"]
+
+
+class TestFactWalk:
+    """A walk seeded by facts ranks on its own ('walk') or votes like graph-expand ('fused')."""
+
+    LISTS: ClassVar[dict[str, list[Hit]]] = {
+        "dense": [h("a"), h("b"), h("c")],
+        "sparse": [h("a"), h("c")],
+        FACT_WALK: [h("c", 0.5), h("z", 0.2)],
+    }
+
+    def plan(self) -> RetrievalPlan:
+        return RetrievalPlan(
+            profile=Profile.GRAPH,
+            query_type=QueryType.MULTI_HOP,
+            scope=ContentScope.DOCS,
+            weights={"dense": 1.0, "sparse": 0.7, "graph-expand": 0.4},
+        )
+
+    def test_walk_first_keeps_the_walk_order_then_the_rest(self) -> None:
+        out = walk_first([h("c", 0.5), h("z", 0.2)], [h("a", 0.9), h("c", 0.8), h("b", 0.1)])
+        assert [x.id for x in out] == ["c", "z", "a", "b"]
+        scores = [x.score for x in out]
+        assert scores == sorted(scores, reverse=True)
+
+    def test_the_walk_ranks_when_fact_ranking_is_walk(self) -> None:
+        ranker = FusionRanker(RetrievalSettings(fact_ranking="walk"))
+        fused = asyncio.run(ranker.fuse(self.LISTS, self.plan()))
+        assert [x.id for x in fused] == ["c", "z", "a", "b"]
+
+    def test_the_walk_votes_as_graph_expand_when_fused(self) -> None:
+        ranker = FusionRanker(RetrievalSettings(fact_ranking="fused"))
+        fused = asyncio.run(ranker.fuse(self.LISTS, self.plan()))
+        assert [x.id for x in fused][:2] == ["a", "c"]  # dense's leader stays first
+        assert {x.id for x in fused} == {"a", "b", "c", "z"}
