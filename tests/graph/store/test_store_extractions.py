@@ -73,7 +73,8 @@ def test_extractions_kept_on_chunks_become_relations(graph_store: GraphStore) ->
     rebuild_corpus_edges(graph_store)
     assert not graph_store.has_extractions()
     left = graph_store.read(
-        "MATCH (:Entity {ns: $ns})-[r:RELATED_TO]->() WHERE r.source = $source RETURN count(r) AS n",
+        "MATCH (:Entity {ns: $ns})-[r:RELATED_TO]->() WHERE r.source = $source "
+        "RETURN count(r) AS n",
         {"source": EdgeSource.LLM.value},
     )
     assert left[0]["n"] == 0
