@@ -21,9 +21,6 @@ from rayweave.graph.extraction import (
     extraction_key,
 )
 
-PROMPT_VERSION = "v1"
-"""Part of every cache key: a changed prompt must not reuse answers to the old one."""
-
 
 class ExtractionCache(Protocol):
     def cached_extractions(self, keys: Sequence[str]) -> dict[str, str]: ...
@@ -33,6 +30,7 @@ class ExtractionCache(Protocol):
 
 def extractor_identity(settings: Settings) -> str | None:
     """The cache namespace of the configured extractor; None when it is not cached."""
+    from rayweave.graph.extraction_prompts import PROMPT_VERSION
     from rayweave.graph.llm_extraction import parse_extractor_spec
 
     spec = settings.graph.extractor
@@ -41,6 +39,7 @@ def extractor_identity(settings: Settings) -> str | None:
     kind, _ = parse_extractor_spec(spec)
     if kind in ("file", "rules"):
         return None
+    # The prompts' version is part of the key: a changed prompt must not reuse old answers.
     return f"{spec}|{PROMPT_VERSION}|{settings.graph.extractor_max_tokens}"
 
 

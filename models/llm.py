@@ -3,7 +3,8 @@
 `models.llm` is either `openai:<base_url>#<model>` (vLLM on Ray Serve, OpenAI, Ollama's `/v1`,
 anything speaking `POST <base_url>/chat/completions`) or a model reference for a local causal LM:
 a folder, a hub id, or a `.gguf` file (loaded by transformers with `gguf_file=`, which
-de-quantises it; the `gguf` package reads the file). Both answer `complete(messages)` with text.
+de-quantises it; the `gguf` package reads the file). Both answer `complete(messages)` with text,
+and `complete_with_usage(messages)` with the text and its token counts (for throughput figures).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import torch
 
@@ -29,6 +30,33 @@ OPENAI_PREFIX = "openai:"
 _ROLES = ("system", "user", "assistant")
 Messages = Sequence[Mapping[str, str]]
 _RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+ResponseFormat = Literal["text", "json"]
+"""`json` asks an endpoint for one JSON object (OpenAI's `response_format` JSON mode, which vLLM
+and Ollama also honour); local models cannot be constrained and ignore it."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Completion:
+    """One answer and, when the model reports them, its token counts (None: not reported)."""
+
+    text: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+@runtime_checkable
+class UsageChatModel(Protocol):
+    """A chat model that also reports token usage and takes a response format."""
+
+    def complete_with_usage(
+        self,
+        messages: Messages,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        response_format: ResponseFormat = "text",
+    ) -> Completion: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,27 +109,50 @@ class OpenAIChatModel:
         self.url = f"{base_url.rstrip('/')}/chat/completions"
         self.model = model
         self.retries = retries
+        self.timeout_s = timeout_s
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
 
     def complete(
-        self, messages: Messages, *, max_tokens: int = 256, temperature: float = 0.0
+        self,
+        messages: Messages,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        response_format: ResponseFormat = "text",
     ) -> str:
+        return self.complete_with_usage(
+            messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            response_format=response_format,
+        ).text
+
+    def complete_with_usage(
+        self,
+        messages: Messages,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        response_format: ResponseFormat = "text",
+    ) -> Completion:
         import httpx
 
-        body = {
+        body: dict[str, Any] = {
             "model": self.model,
             "messages": check_messages(messages),
             "max_tokens": max_tokens,
             "temperature": temperature,
         }
+        if response_format == "json":
+            body["response_format"] = {"type": "json_object"}
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
             try:
                 response = self._client.post(self.url, json=body)
             except httpx.HTTPError as exc:
                 if last:
-                    raise ModelError(f"LLM endpoint {self.url} unreachable: {exc}") from exc
+                    raise ModelError(self._failure(exc)) from exc
                 self._pause(attempt, None)
                 continue
             if response.status_code in _RETRY_STATUS and not last:
@@ -112,17 +163,33 @@ class OpenAIChatModel:
                     f"LLM endpoint {self.url} answered {response.status_code}: "
                     f"{response.text[:300]}"
                 )
-            return self._content(response)
+            return self._completion(response)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _content(self, response: Any) -> str:
+    def _failure(self, exc: Exception) -> str:
+        """A timeout says so (with the limit), so a slow endpoint is not reported as down."""
+        import httpx
+
+        tries = f"{self.retries + 1} attempt{'s' if self.retries else ''}"
+        if isinstance(exc, httpx.TimeoutException):
+            return f"LLM endpoint {self.url} timed out after {self.timeout_s:g}s ({tries})"
+        return f"LLM endpoint {self.url} unreachable: {exc} ({tries})"
+
+    def _completion(self, response: Any) -> Completion:
         try:
-            content = response.json()["choices"][0]["message"]["content"]
+            data = response.json()
+            content = data["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise ModelError(
                 f"LLM endpoint {self.url} sent no chat completion: {response.text[:300]}"
             ) from exc
-        return content if isinstance(content, str) else ""
+        usage = data.get("usage") if isinstance(data, dict) else None
+        usage = usage if isinstance(usage, dict) else {}
+        return Completion(
+            text=content if isinstance(content, str) else "",
+            prompt_tokens=_count(usage.get("prompt_tokens")),
+            completion_tokens=_count(usage.get("completion_tokens")),
+        )
 
     @staticmethod
     def _pause(attempt: int, retry_after: str | None) -> None:
@@ -134,6 +201,11 @@ class OpenAIChatModel:
 
     def close(self) -> None:
         self._client.close()
+
+
+def _count(value: object) -> int | None:
+    """A reported token count, or None when absent or not a non-negative integer."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 class LocalCausalLM:
@@ -164,8 +236,30 @@ class LocalCausalLM:
         }
 
     def complete(
-        self, messages: Messages, *, max_tokens: int = 256, temperature: float = 0.0
+        self,
+        messages: Messages,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        response_format: ResponseFormat = "text",
     ) -> str:
+        return self.complete_with_usage(
+            messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            response_format=response_format,
+        ).text
+
+    def complete_with_usage(
+        self,
+        messages: Messages,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        response_format: ResponseFormat = "text",
+    ) -> Completion:
+        """`response_format` is accepted for a common signature and ignored: plain generation
+        cannot be held to JSON, so callers parse tolerantly."""
         checked = check_messages(messages)
         pad = self.tokenizer.pad_token_id
         if pad is None:
@@ -180,9 +274,14 @@ class LocalCausalLM:
             output = self.model.generate(
                 **inputs, max_new_tokens=max_tokens, pad_token_id=pad, **sampling
             )
-            new_tokens = output[0, inputs["input_ids"].shape[1] :]
+            prompt_tokens = int(inputs["input_ids"].shape[1])
+            new_tokens = output[0, prompt_tokens:]
             text = self.tokenizer.decode(new_tokens, skip_special_tokens=True)
-        return str(text).strip()
+        return Completion(
+            text=str(text).strip(),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=int(new_tokens.shape[0]),
+        )
 
 
 def _gguf_location(path: Path) -> tuple[Path, str | None]:
