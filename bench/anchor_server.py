@@ -16,10 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import uvicorn
 from fastapi import FastAPI
 from pydantic import BaseModel
 from sentence_transformers import SentenceTransformer
+
+from rayweave.cluster.errors import MissingExtraError
+
+try:
+    import uvicorn
+except ImportError as exc:  # the `bench` extra (ray[serve] also brings it)
+    raise MissingExtraError("uvicorn", extra="bench", purpose="the bench's anchor server") from exc
 
 
 class AnchorQuery(BaseModel):

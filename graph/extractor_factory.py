@@ -70,6 +70,7 @@ def build_graph_extractor(settings: Settings) -> GraphExtractor | None:
         retries=settings.graph.extractor_retries,
         max_tokens=settings.graph.extractor_max_tokens,
         plan=run_options(settings.models).plan,
+        response_format="json" if settings.graph.extractor_json else "text",
     )
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from rich.console import Console
 
 from rayweave.cluster.errors import InputError, RayweaveError
+from rayweave.cluster.logging_setup import configure_logging
 from rayweave.cluster.settings import load_settings
 
 
@@ -34,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(stderr=True, force_terminal=False)
     try:
         settings = load_settings(args.config)
+        configure_logging(settings.log_level)
         from rayweave.cluster.services.runtime import apply_ray_environment
 
         apply_ray_environment(settings)

@@ -30,12 +30,14 @@ KUBERNETES_VERSION = "1.31"
 RAY_KINDS = frozenset({"RayCluster", "RayService", "RayJob"})
 
 
-def find_crd_dir(start: Path = REPO_ROOT) -> Path | None:
-    """The KubeRay CRDs: `shared/k8s/crds` beside the checkout or beside one of its parents."""
-    for folder in (start, *start.parents):
-        candidate = folder / "shared" / "k8s" / "crds"
-        if candidate.is_dir() and any(candidate.glob("*.yaml")):
-            return candidate
+CRD_DIR = K8S_DIR / "crds"
+"""The KubeRay CRDs, vendored (crds/README.md: source commit and licence)."""
+
+
+def find_crd_dir(folder: Path = CRD_DIR) -> Path | None:
+    """`folder` (the vendored CRDs by default) when it holds CRD files, else None."""
+    if folder.is_dir() and any(folder.glob("*.yaml")):
+        return folder
     return None
 
 

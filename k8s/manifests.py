@@ -35,6 +35,7 @@ import yaml
 from consistency_checks import CREDENTIAL_KEYS, CREDENTIALS_SECRET, consistency_problems
 from kuberay_admission import kuberay_problems
 from kustomize_render import (
+    CRD_DIR,
     DOCKERFILE,
     MONITORING_TARGET,
     RAY_KINDS,
@@ -63,6 +64,7 @@ from serve_config_copies import (
 
 # The names callers use, from the modules that define them.
 __all__ = [
+    "CRD_DIR",
     "CREDENTIALS_SECRET",
     "CREDENTIAL_KEYS",
     "DOCKERFILE",
@@ -122,7 +124,7 @@ def check(crd_dir: Path | None = None, *, crds: crd_schema.CrdValidator | None =
     """Render every target and run every check; returns the problems found."""
     crd_dir = crd_dir or find_crd_dir()
     if crd_dir is None:
-        return ["KubeRay CRDs not found (expected shared/k8s/crds beside the checkout)"]
+        return [f"KubeRay CRDs not found (expected *.yaml in {CRD_DIR})"]
     problems = [
         f"{p.relative_to(REPO_ROOT)} is stale: run `python k8s/manifests.py sync`"
         for p in stale_serve_configs()

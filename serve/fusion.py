@@ -335,15 +335,29 @@ def promote_linked(
     return head + rest
 
 
-class FusionRanker:
-    """The `Fuser` of the search pipeline: the plan's weights and anchor, the configured method."""
+def fact_ranking_for(
+    mode: Literal["auto", "walk", "fused"], extractor: str | None
+) -> Literal["walk", "fused"]:
+    """`serve.retrieval.fact_ranking` with 'auto' decided by what made the facts: a language
+    model's (or a file of one's) are precise enough to rank by, HippoRAG 2's premise; the spaCy
+    rules' are not, and only vote."""
+    if mode != "auto":
+        return mode
+    if extractor is None or extractor.strip() == "rules":
+        return "fused"
+    return "walk"
 
-    def __init__(self, settings: RetrievalSettings) -> None:
+
+class FusionRanker:
+    """The `Fuser` of the search pipeline: the plan's weights and anchor, the configured method;
+    `extractor` (`graph.extractor`) decides an 'auto' `fact_ranking`."""
+
+    def __init__(self, settings: RetrievalSettings, *, extractor: str | None = None) -> None:
         self.method: FusionMethod = settings.fusion
         self.k = settings.rrf_k
         self.link_promote = settings.link_promote
         self.link_depth = settings.link_depth
-        self.fact_ranking = settings.fact_ranking
+        self.fact_ranking = fact_ranking_for(settings.fact_ranking, extractor)
 
     async def fuse(self, lists: Mapping[str, Sequence[Hit]], plan: FusionPlan) -> list[Hit]:
         walk = lists.get(FACT_WALK)

@@ -60,7 +60,9 @@ class IngressDeployment:
             vector=vector_proxy,
             hydrator=vector_proxy,
             fuser=HandleProxy(
-                fusion, local=FusionRanker(settings.serve.retrieval), timeout_s=deadline_s
+                fusion,
+                local=FusionRanker(settings.serve.retrieval, extractor=settings.graph.extractor),
+                timeout_s=deadline_s,
             ),
             graph=graph_proxy,
             web=HandleProxy(web) if web is not None else None,

@@ -36,7 +36,7 @@ class LocalSearch:
             planner=planner(settings.serve.retrieval),
             vector=self.vector,
             hydrator=self.vector,
-            fuser=FusionRanker(settings.serve.retrieval),
+            fuser=FusionRanker(settings.serve.retrieval, extractor=settings.graph.extractor),
             graph=self.graph,
             web=web,
             refiner=build_refiner(settings),

@@ -88,6 +88,7 @@ def make_plan(
         max_per_document=settings.max_per_document,
         collapse_duplicates=settings.collapse_duplicates,
         anchor_top=0 if classification.query_type is QueryType.ERROR else settings.anchor_top,
+        graph_seeds=settings.graph_seeds,
     )
 
 

@@ -23,6 +23,9 @@ from rayweave.cluster.types import Hit
 from rayweave.serve.fusion import cap_per_document, collapse_duplicates, split_per_document
 from rayweave.serve.schemas import ContentScope, Profile, QueryType
 
+FACTS = "facts"
+"""The vector retriever's list of matching facts: walk seeds, never fused as passages."""
+
 READ_TRIES = 2
 """Tries of the page's payload read (see `SearchPipeline._read`)."""
 
@@ -53,6 +56,7 @@ class RetrievalPlan:
     max_per_document: int = 0
     collapse_duplicates: bool = True
     anchor_top: int = 1
+    graph_seeds: int = 8
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,6 +67,9 @@ class RetrievalQuery:
     filters: Mapping[str, object] = field(default_factory=dict)
     level: str | None = None
     seeds: tuple[Hit, ...] = ()
+    # The facts whose vectors best match the query (`FACTS` list), when the namespace has any:
+    # their subjects and objects seed the graph walk (HippoRAG 2's recognition step).
+    facts: tuple[Hit, ...] = ()
     conversation_id: str | None = None
     user_id: str | None = None
 
@@ -176,9 +183,13 @@ class SearchPipeline:
 
         if plan.graph and self.graph is not None and "graph" not in degraded:
             seeds = _seeds(lists, plan)
-            if seeds:
-                expand = {"graph-expand": self.graph.expand(replace(query, seeds=seeds))}
+            facts = tuple(lists.pop(FACTS, ()))
+            if seeds or facts:
+                expand = {
+                    "graph-expand": self.graph.expand(replace(query, seeds=seeds, facts=facts))
+                }
                 lists.update(await _gather(expand, deadline, degraded, timings))
+        lists.pop(FACTS, None)
         if "vector" in degraded and not any(lists.values()):
             # Nothing to fuse: report emptiness, still not an error.
             return SearchOutcome(
@@ -343,8 +354,10 @@ async def _gather(
     return lists
 
 
-def _seeds(lists: RankedLists, plan: RetrievalPlan, n: int = 8) -> tuple[Hit, ...]:
-    """Top vector hits (dense first, then sparse) that seed graph expansion, deduplicated."""
+def _seeds(lists: RankedLists, plan: RetrievalPlan) -> tuple[Hit, ...]:
+    """Top `plan.graph_seeds` vector hits (dense first, then sparse) that seed graph expansion,
+    deduplicated."""
+    n = plan.graph_seeds
     seen: set[str] = set()
     seeds: list[Hit] = []
     for name in ("dense", "sparse"):
@@ -375,5 +388,15 @@ def matches_filters(hit: Hit, filters: Mapping[str, object]) -> bool:
 
 
 def _merge(fused: Hit, current: Hit) -> Hit:
-    """Fused score, retrievers and paths over the stored payload (text, source, section)."""
-    return replace(current, score=fused.score, retrievers=fused.retrievers, paths=fused.paths)
+    """Fused score, retrievers, paths and the facts behind them over the stored payload (text,
+    source, section)."""
+    metadata = current.metadata
+    if fused.metadata.get("facts"):
+        metadata = {**metadata, "facts": fused.metadata["facts"]}
+    return replace(
+        current,
+        score=fused.score,
+        retrievers=fused.retrievers,
+        paths=fused.paths,
+        metadata=metadata,
+    )

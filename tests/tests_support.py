@@ -20,8 +20,10 @@ from rayweave.graph.store import GraphStore
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_CORPUS = REPO / "ingest" / "sample_corpus"
-SHARED = REPO.parent / "shared"
-DATA = SHARED / "data"
+FIXTURES = REPO / "tests" / "fixtures"
+BEIR_FIXTURES = FIXTURES / "beir"
+"""Small BEIR sets committed with the tests (tests/fixtures/README.md): `hotpotqa-dev` (300
+passages of the hotpotqa dev pool) and `code-dev` (240 of rayweave's own functions)."""
 
 
 def free_ports(n: int) -> list[int]:

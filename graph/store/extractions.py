@@ -72,6 +72,23 @@ class GraphExtractions(StoreConnection):
             cache_ns=CACHE_NAMESPACE,
         )
 
+    def forget_extractions(self, keys: Sequence[str]) -> int:
+        """Remove the cache rows of `keys` (a bench's answers from a server gone now); returns
+        how many there were."""
+        rows = [{"key": k} for k in sorted(set(keys))]
+        if not rows:
+            return 0
+        return self._write_rows(
+            f"""
+            UNWIND $rows AS r
+            MATCH (x:{NodeLabel.EXTRACTION_CACHE.value} {{key: r.key}})
+            DETACH DELETE x
+            RETURN count(*) AS n
+            """,
+            rows,
+            op="forget_extractions",
+        )
+
     def cached_extraction_count(self) -> int:
         rows = self.read(
             f"MATCH (x:{NodeLabel.EXTRACTION_CACHE.value} {{ns: $cache_ns}}) RETURN count(x) AS n",

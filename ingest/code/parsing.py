@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import warnings
 from collections.abc import Iterator
@@ -9,28 +10,43 @@ from typing import Any
 
 from rayweave.ingest.code.languages import BRACE_LANGUAGES, SPECS
 
+log = logging.getLogger(__name__)
+
+CODE_EXTRA_HINT = "pip install 'rayweave[code]'"
+"""tree-sitter and its grammars are the `code` extra; without them code splits on braces/lines."""
+
 _local = threading.local()
 _unavailable: dict[str, str] = {}
 
 
 def parser(language: str) -> Any | None:
-    """A cached tree-sitter parser, or None when the grammar cannot be loaded."""
+    """A cached tree-sitter parser, or None when the grammar cannot be loaded (the `code` extra
+    is not installed, or a broken wheel): the caller then splits on braces and lines."""
     if language in _unavailable:
         return None
     parsers: dict[str, Any] = _local.__dict__.setdefault("parsers", {})
     cached = parsers.get(language)
     if cached is None:
-        import tree_sitter
-
         try:
+            import tree_sitter
+
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)  # older grammars hand out ints
                 cached = tree_sitter.Parser(tree_sitter.Language(SPECS[language].load()))
+        except ImportError as exc:
+            _unavailable[language] = f"{exc}; syntax-aware code chunking needs {CODE_EXTRA_HINT}"
+            log.warning("%s code splits on braces and lines: %s", language, _unavailable[language])
+            return None
         except Exception as exc:  # noqa: BLE001 - broken wheels (wrong-platform binaries) fall back
             _unavailable[language] = f"{type(exc).__name__}: {exc}"
             return None
         parsers[language] = cached
     return cached
+
+
+def unavailable_grammars() -> dict[str, str]:
+    """Languages whose tree-sitter parser failed to load in this process, and why."""
+    return dict(_unavailable)
 
 
 def supported_languages() -> dict[str, str]:

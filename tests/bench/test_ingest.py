@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests_support import BEIR_FIXTURES
 
 from rayweave.bench.chunking import run_chunking_bench
 from rayweave.bench.ingest import (
@@ -38,7 +39,7 @@ def test_bench_runs_on_the_sample_corpus() -> None:
 
 # -- `rayweave bench ingest`: pipeline vs bare baseline ------------------------------------------
 
-HOTPOT = Path("/work/shared/data/hotpotqa-dev")
+HOTPOT = BEIR_FIXTURES / "hotpotqa-dev"
 
 
 def _corpus(tmp_path: Path, n: int) -> Path:

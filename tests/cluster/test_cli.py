@@ -93,6 +93,20 @@ def test_bench_code_set_writes_a_beir_folder_or_names_the_missing_package(
     assert "'nope_pkg' is not installed" in missing.stderr
 
 
+@pytest.mark.parametrize("command", ["models", "ingest", "graph"])
+def test_dev_set_benchmarks_need_a_data_folder_and_name_the_flag(
+    cli_env: dict[str, str], tmp_path: Path, command: str
+) -> None:
+    """No default data folder: the development sets are not part of a clone."""
+    env = {k: v for k, v in cli_env.items() if k != "RAYWEAVE_DATA"}
+    unset = rayweave(env, "bench", command)
+    assert unset.returncode == 2
+    assert "pass --data DIR (or set RAYWEAVE_DATA=DIR)" in unset.stderr
+    absent = rayweave({**env, "RAYWEAVE_DATA": str(tmp_path / "nope")}, "bench", command)
+    assert absent.returncode == 2
+    assert f"--data {tmp_path / 'nope'}: no such folder" in absent.stderr
+
+
 def test_ingest_prints_its_progress_and_summary_only(
     cli_env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -68,7 +68,9 @@ class TestSyncFacts:
             return encode(texts)
 
         try:
-            first = sync_facts(store, collect_facts(EXTRACTIONS), counting, name=name, dense_dim=DIM)
+            first = sync_facts(
+                store, collect_facts(EXTRACTIONS), counting, name=name, dense_dim=DIM
+            )
             assert (first.facts, first.added, first.removed) == (2, 2, 0)
             assert store.count() == 2
             # c1 is deleted: Paris stays (c2 states it), with one chunk; Lyon gains a fact.

@@ -6,11 +6,11 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from tests_support import BEIR_FIXTURES
 
 from rayweave.cluster.settings import IngestSettings, ModelSettings
 from rayweave.models.tokens import TokenizerCounter, WordPieceEstimate, load_token_counter
 
-DATA = Path("/work/shared/data")
 SMALL = IngestSettings(
     section_min_tokens=40,
     section_max_tokens=80,
@@ -62,7 +62,8 @@ def small_settings() -> IngestSettings:
 
 
 def beir_folder(name: str) -> Path:
-    folder = DATA / name
+    """A committed BEIR fixture (tests/fixtures/beir/NAME)."""
+    folder = BEIR_FIXTURES / name
     if not (folder / "corpus.jsonl").is_file():
-        pytest.fail(f"development corpus {folder} is missing (see /work/shared/data/README.md)")
+        pytest.fail(f"BEIR fixture {folder} is missing (see tests/fixtures/README.md)")
     return folder

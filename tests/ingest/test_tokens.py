@@ -13,7 +13,7 @@ from .conftest import beir_folder
 
 
 class TestTokenizerCounter:
-    @pytest.mark.parametrize("corpus", ["cosqa-dev", "hotpotqa-dev"])
+    @pytest.mark.parametrize("corpus", ["code-dev", "hotpotqa-dev"])
     def test_word_cache_is_exact_on_the_dev_corpora(
         self, corpus: str, minilm: TokenizerCounter, minilm_exact: TokenizerCounter
     ) -> None:

@@ -100,12 +100,15 @@ class TestRender:
             assert {k[0] for k in added} == {"RayJob", "ConfigMap"}
             assert all(k[1].startswith("rayweave-ingest") for k in added)
 
-    def test_crds_are_found_beside_the_checkout_or_a_parent(self, tmp_path: Path) -> None:
-        assert manifests.find_crd_dir(tmp_path) is None
-        crds = tmp_path / "shared" / "k8s" / "crds"
-        crds.mkdir(parents=True)
-        (crds / "ray.io_rayjobs.yaml").write_text("{}\n")
-        assert manifests.find_crd_dir(tmp_path / "wt" / "k8s") == crds
+    def test_crds_are_vendored_in_the_checkout(self, tmp_path: Path) -> None:
+        assert manifests.find_crd_dir() == manifests.CRD_DIR == manifests.REPO_ROOT / "k8s" / "crds"
+        kinds = {p.name for p in manifests.CRD_DIR.glob("*.yaml")}
+        assert kinds == {f"ray.io_{k}.yaml" for k in ("rayclusters", "rayjobs", "rayservices")}
+        assert "Apache License" in (manifests.CRD_DIR / "LICENSE").read_text()
+        assert "ray-project/kuberay" in (manifests.CRD_DIR / "NOTICE").read_text()
+        assert manifests.find_crd_dir(tmp_path) is None  # an empty folder is no CRD folder
+        (tmp_path / "ray.io_rayjobs.yaml").write_text("{}\n")
+        assert manifests.find_crd_dir(tmp_path) == tmp_path
 
     def test_render_failure_names_the_target(self, tmp_path: Path) -> None:
         (tmp_path / "kustomization.yaml").write_text("resources: [missing.yaml]\n")

@@ -1,6 +1,7 @@
 """Both stores stay consistent: re-ingest changes nothing, modified and deleted documents leave
 nothing stale behind, and an ingest whose driver is SIGKILLed mid-run, then re-run, ends in the
-same state as one clean run. The corpus is a slice of the hotpotqa dev set, one file per record.
+same state as one clean run. The corpus is a slice of the hotpotqa dev set (the committed
+fixture, tests/fixtures/), one file per record.
 
 States are compared as sets read back from both stores (vector points with their visibility
 and text; graph nodes and edges by key), not as counters the pipeline reports about itself.
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests_support import DATA, alive_actors, with_collection
+from tests_support import BEIR_FIXTURES, alive_actors, with_collection
 
 from rayweave.cluster.settings import Settings
 from rayweave.graph.schema import ENTITY_ANCHORS, NodeLabel
@@ -145,8 +146,8 @@ def assert_same(a: StoreState, b: StoreState) -> tuple[int, int]:
 
 def write_dev_corpus(folder: Path) -> tuple[list[Path], list[str]]:
     """DOCS hotpotqa records as Markdown files, plus CHANGED spare texts for modifications."""
-    corpus = DATA / "hotpotqa-dev" / "corpus.jsonl"
-    assert corpus.is_file(), f"development corpus {corpus} is missing"
+    corpus = BEIR_FIXTURES / "hotpotqa-dev" / "corpus.jsonl"
+    assert corpus.is_file(), f"BEIR fixture {corpus} is missing (tests/fixtures/README.md)"
     folder.mkdir(parents=True)
     files: list[Path] = []
     spare: list[str] = []

@@ -250,15 +250,34 @@ def test_search_returns_ranked_hits_with_text_source_section_and_score(app_url: 
     assert body["degraded"] == []
 
 
+# The default (hybrid + graph, tf-idf refiner) puts every answer file in the top 5 for 20 of the
+# 24 questions with nothing degraded (2026-11-27, both layouts). The int8 encoders' numbers differ
+# by CPU (VNNI or not, ONNX Runtime's kernels), which can move a near tie in or out of the top 5,
+# so the bar leaves two questions of room: 17 or fewer is a regression, not noise.
+SAMPLE_QUERIES_BAR = 18
+
+
 def test_sample_queries_find_their_sources(app_url: str) -> None:
-    """Every answer file in the top 5 for most of the sample questions (a regression bar)."""
-    found = 0
+    """Every answer file in the top 5 for most of the sample questions (a regression bar).
+
+    Ranking only: the test stack's deadline (`TEST_DEADLINE_MS`) is generous enough that no
+    retriever or refiner is dropped for being late, so the count does not depend on the machine's
+    speed. The misses are printed; a degraded answer fails the test (a component failed)."""
+    found, misses, degraded = 0, [], []
     for q in QUERIES:
-        results = search(app_url, query=q["query"], top_k=5).json()["results"]
-        sources = {r["source"] for r in results}
+        body = search(app_url, query=q["query"], top_k=5).json()
+        sources = [r["source"] for r in body["results"]]
+        if body["degraded"]:
+            degraded.append(f"{q['query']!r}: degraded {body['degraded']}")
         if all(any(s.endswith(expected) for s in sources) for expected in q["expected"]):
             found += 1
-    assert found / len(QUERIES) >= 0.8, f"{found}/{len(QUERIES)}"
+        else:
+            top = [s.split("sample_corpus/")[-1] for s in sources]
+            misses.append(f"{q['query']!r}: wanted {q['expected']}, top 5 {top}")
+    report = "\n".join([f"found {found}/{len(QUERIES)}", *misses, *degraded])
+    print(report)
+    assert degraded == [], report
+    assert found >= SAMPLE_QUERIES_BAR, report
 
 
 def test_answer_without_an_llm_says_which_setting_enables_it(app_url: str) -> None:

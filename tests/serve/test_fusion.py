@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import pytest
 
@@ -16,6 +16,7 @@ from rayweave.serve.fusion import (
     anchored_fusion,
     cap_per_document,
     collapse_duplicates,
+    fact_ranking_for,
     fuse,
     promote_linked,
     reciprocal_rank_fusion,
@@ -312,3 +313,21 @@ class TestFactWalk:
         fused = asyncio.run(ranker.fuse(self.LISTS, self.plan()))
         assert [x.id for x in fused][:2] == ["a", "c"]  # dense's leader stays first
         assert {x.id for x in fused} == {"a", "b", "c", "z"}
+
+
+@pytest.mark.parametrize(
+    ("mode", "extractor", "expected"),
+    [
+        ("auto", "openai:http://127.0.0.1:8000/v1#m", "walk"),
+        ("auto", "file:/data/openie.json", "walk"),
+        ("auto", "local:model.gguf", "walk"),
+        ("auto", "rules", "fused"),
+        ("auto", None, "fused"),
+        ("walk", "rules", "walk"),
+        ("fused", "openai:http://127.0.0.1:8000/v1#m", "fused"),
+    ],
+)
+def test_auto_fact_ranking_walks_only_on_model_made_facts(
+    mode: Literal["auto", "walk", "fused"], extractor: str | None, expected: str
+) -> None:
+    assert fact_ranking_for(mode, extractor) == expected

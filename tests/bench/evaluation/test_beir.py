@@ -2,19 +2,11 @@ import json
 from pathlib import Path
 
 import pytest
+from tests_support import BEIR_FIXTURES
 
 from rayweave.bench.evaluation.beir import load_beir
 from rayweave.cluster.beir import BeirDocument, index_corpus, iter_corpus
 from rayweave.cluster.errors import SourceError
-
-DATA = next(
-    (
-        p / "shared" / "data"
-        for p in Path(__file__).resolve().parents
-        if (p / "shared" / "data").is_dir()
-    ),
-    Path("/nonexistent"),
-)
 
 
 def write_set(root: Path, *, corpus: list[dict], queries: list[dict], qrels: str) -> Path:
@@ -141,14 +133,18 @@ class TestLoadBeir:
             (4, "duplicate _id '7'"),
         ]
 
-    @pytest.mark.skipif(not (DATA / "hotpotqa-dev").is_dir(), reason="shared dev data not present")
-    def test_shared_dev_sets(self) -> None:
-        hotpot = load_beir(DATA / "hotpotqa-dev")
-        assert (len(hotpot.corpus), len(hotpot.queries)) == (998, 100)
+    def test_committed_dev_sets(self) -> None:
+        """The fixtures (subsets of the dev sets' shapes, tests/fixtures/README.md) load whole:
+        every query judged, every judged passage in the corpus."""
+        hotpot = load_beir(BEIR_FIXTURES / "hotpotqa-dev")
+        assert (len(hotpot.corpus), len(hotpot.queries)) == (300, 30)
         assert all(len(rel) == 2 for rel in hotpot.qrels.values())
-        cosqa = load_beir(DATA / "cosqa-dev")
-        assert (len(cosqa.corpus), len(cosqa.queries)) == (6267, 500)
-        ids_only = load_beir(DATA / "cosqa-dev", corpus=False)
+        assert set(hotpot.qrels) == set(hotpot.queries)
+        assert {d for rel in hotpot.qrels.values() for d in rel} <= set(hotpot.corpus)
+        code = load_beir(BEIR_FIXTURES / "code-dev")
+        assert (len(code.corpus), len(code.queries)) == (240, 40)
+        assert all(len(rel) == 1 for rel in code.qrels.values())
+        ids_only = load_beir(BEIR_FIXTURES / "code-dev", corpus=False)
         assert ids_only.index is not None
-        assert ids_only.index.ids == set(cosqa.corpus)
-        assert ids_only.qrels == cosqa.qrels
+        assert ids_only.index.ids == set(code.corpus)
+        assert ids_only.qrels == code.qrels

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from rayweave.cluster.errors import ConfigError
 from rayweave.cluster.settings import QdrantSettings
 from rayweave.cluster.vectors.factory import open_vector_store
 from rayweave.cluster.vectors.qdrant_client import LOCAL_SUFFIX, QdrantClientStore
@@ -95,3 +96,15 @@ def test_a_bad_setting_is_refused_naming_it(setting: str, value: str) -> None:
     fields: dict[str, Any] = {setting: value}
     with pytest.raises(ValidationError, match=setting):
         QdrantSettings(**fields)
+
+
+def test_a_url_alone_opens_the_client(tmp_path: Path, opened: list[VectorStore]) -> None:
+    store = open_with(opened, tmp_path, url=SERVER)
+    assert type(store) is QdrantClientStore
+
+
+def test_edge_with_a_url_is_refused_even_past_validation(tmp_path: Path) -> None:
+    # `model_copy(update=...)` skips validation; the factory still never ignores a URL.
+    settings = QdrantSettings().model_copy(update={"url": SERVER})
+    with pytest.raises(ConfigError, match=r"qdrant\.backend = 'client'"):
+        open_vector_store(settings, path=tmp_path)
