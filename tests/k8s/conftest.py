@@ -60,8 +60,15 @@ def crds(crd_dir: Path) -> Any:
 
 
 @pytest.fixture(scope="session")
-def rendered() -> dict[str, list[dict[str, Any]]]:
+def kubectl() -> str:
+    """`kubectl`, which renders the kustomizations; the tests that render skip without it."""
+    found = shutil.which("kubectl")
+    if found is None:
+        pytest.skip("kubectl is not on PATH (it renders the kustomizations)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def rendered(kubectl: str) -> dict[str, list[dict[str, Any]]]:
     """Every render target, rendered once per session with `kubectl kustomize`."""
-    if shutil.which("kubectl") is None:
-        pytest.skip("kubectl is not on PATH")
     return {target: manifests.render(target) for target in manifests.RENDER_TARGETS}

@@ -110,7 +110,7 @@ class TestRender:
         (tmp_path / "ray.io_rayjobs.yaml").write_text("{}\n")
         assert manifests.find_crd_dir(tmp_path) == tmp_path
 
-    def test_render_failure_names_the_target(self, tmp_path: Path) -> None:
+    def test_render_failure_names_the_target(self, tmp_path: Path, kubectl: str) -> None:
         (tmp_path / "kustomization.yaml").write_text("resources: [missing.yaml]\n")
         with pytest.raises(RuntimeError, match="kubectl kustomize"):
             manifests.render(tmp_path)
@@ -705,7 +705,7 @@ class TestConsistency:
     def test_consistent(self, rendered: dict[str, list[dict[str, Any]]], target: str) -> None:
         assert manifests.consistency_problems(rendered[target]) == []
 
-    def test_full_check_is_clean(self, crd_dir: Path, crds: Any) -> None:
+    def test_full_check_is_clean(self, crd_dir: Path, crds: Any, kubectl: str) -> None:
         """What `python k8s/manifests.py check` runs."""
         assert manifests.check(crd_dir, crds=crds) == []
 
