@@ -201,6 +201,26 @@ class ServeSettings(_Group):
         "From the answer until its copy is rebuilt (once writes pause for one interval) it reads "
         "through the actor, so searches see a write at most this long after it returns.",
     )
+    health_check_period_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="How often Ray Serve calls each replica's `check_health`, which pings the "
+        "clients it holds (vector store, Bolt graph store, LLM endpoint). Serve replaces a "
+        "replica after three failed checks in a row, so a dead dependency replaces its replicas "
+        "in about three periods; each check is one cheap round trip per client.",
+    )
+    health_check_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="How long Serve waits for one `check_health` before counting it failed; "
+        "above `health_probe_timeout_s`, which bounds each ping inside it.",
+    )
+    health_probe_timeout_s: float = Field(
+        default=2.0,
+        gt=0,
+        description="Longest wait for one dependency's ping (in `check_health` and `/healthz`): "
+        "a dependency that has not answered by then is reported down.",
+    )
     serve_config: Path | None = Field(
         default=None,
         description="Ray Serve config file (replicas, autoscaling, CPU/GPU per deployment); "

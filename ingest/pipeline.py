@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ray.data import Dataset
 
     from rayweave.graph.extraction import Extraction
+    from rayweave.ingest.stages import StageInputs, StageKind
 
 
 def resolve_layout(settings: Settings) -> Literal["staged", "fused"]:
@@ -220,6 +221,12 @@ class _Pool:
     opts: dict[str, Any]
 
 
+def _inputs(run: _Run, settings: Settings) -> StageInputs:
+    from rayweave.ingest.stages import StageInputs
+
+    return StageInputs(settings=settings, existing=run.existing, collection=run.collection)
+
+
 def _fused_pools(run: _Run) -> list[_Pool]:
     """Every stage in each actor, with a node's CPUs as threads (Ray gives a fractional actor
     one thread unless told otherwise)."""
@@ -230,61 +237,46 @@ def _fused_pools(run: _Run) -> list[_Pool]:
     fused = settings.model_copy(
         update={"models": settings.models.model_copy(update={"num_threads": threads})}
     )
-    ctor = {"settings": fused, "existing": run.existing, "collection": run.collection}
+    ctor = {"steps": stages.stage_steps(_inputs(run, fused))}
     opts = {"num_cpus": res.fused, "batch_size": settings.ingest.batch_size}
     return [_Pool(stages.IngestBatches, ctor, res.fused_pool.strategy_kwargs(), opts)]
 
 
 def _staged_pools(run: _Run) -> list[_Pool]:
-    """One actor pool per stage: each pool's size, CPUs and GPUs from the planned resources."""
+    """One actor pool per enabled stage: each pool's size, CPUs and GPUs from the planned
+    resources and the stage's kind."""
     from rayweave.ingest import stages
 
-    settings, res = run.settings, run.res
-    batch_size = settings.ingest.batch_size
-    model_opts: dict[str, Any] = {"num_cpus": res.model, "batch_size": batch_size}
-    if res.gpus > 0:
-        model_opts["num_gpus"] = res.gpus
-    light_opts: dict[str, Any] = {"num_cpus": res.light, "batch_size": batch_size}
-    single: dict[str, Any] = {"size": 1}
-    model = {"settings": settings}
-    pools = [
-        _Pool(stages.ChunkDocuments, {**model, "existing": run.existing}, single, light_opts),
-        _Pool(stages.EmbedDense, model, res.dense_pool.strategy_kwargs(), model_opts),
-        _Pool(stages.EmbedSparse, model, res.sparse_pool.strategy_kwargs(), model_opts),
+    inputs = _inputs(run, run.settings)
+    return [
+        _Pool(
+            spec.stage,
+            spec.kwargs(inputs),
+            spec.pool(run.res, run.settings).strategy_kwargs(),
+            _actor_opts(spec.kind, run),
+        )
+        for spec in stages.enabled_stages(run.settings)
     ]
-    if settings.models.clip:
-        pools.append(_Pool(stages.EmbedImages, model, single, model_opts))
-    entity_opts = {"num_cpus": res.model, "batch_size": batch_size}
-    pools.append(
-        _Pool(stages.ExtractEntities, model, res.entity_pool.strategy_kwargs(), entity_opts)
-    )
-    if settings.graph.extractor is not None:
-        pools.append(_extraction_pool(run))
-    pools.append(
-        _Pool(stages.WriteStores, {**model, "collection": run.collection}, single, light_opts)
-    )
-    return pools
 
 
-def _extraction_pool(run: _Run) -> _Pool:
-    """The graph extractor's own pool: `graph.extractor_actors` actors, each with
-    `extractor_concurrency` requests in flight to an endpoint; a local model takes a GPU share
-    like the encoders when the cluster has GPUs. An endpoint actor needs little CPU."""
-    from rayweave.graph.llm_extraction import parse_extractor_spec
-    from rayweave.ingest import stages
-
+def _actor_opts(kind: StageKind, run: _Run) -> dict[str, Any]:
+    """What each actor of a stage of `kind` asks for, and its batch size. The graph extractor's
+    actors each keep `extractor_concurrency` requests in flight to an endpoint, which needs
+    little CPU; a local model takes a GPU share like the encoders when the cluster has GPUs."""
     settings, res = run.settings, run.res
-    assert settings.graph.extractor is not None
-    kind, _ = parse_extractor_spec(settings.graph.extractor)
-    opts: dict[str, Any] = {"batch_size": settings.ingest.batch_size}
-    if kind == "local":
-        opts["num_cpus"] = res.model
-        if res.gpus > 0:
-            opts["num_gpus"] = res.gpus
-    else:
-        opts["num_cpus"] = res.light
-    ctor = {"settings": settings, "collection": run.collection}
-    return _Pool(stages.ExtractFacts, ctor, {"size": settings.graph.extractor_actors}, opts)
+    if kind == "extraction":
+        from rayweave.graph.llm_extraction import parse_extractor_spec
+
+        assert settings.graph.extractor is not None
+        extractor_kind, _ = parse_extractor_spec(settings.graph.extractor)
+        kind = "gpu" if extractor_kind == "local" else "light"
+    opts: dict[str, Any] = {
+        "num_cpus": res.light if kind == "light" else res.model,
+        "batch_size": settings.ingest.batch_size,
+    }
+    if kind == "gpu" and res.gpus > 0:
+        opts["num_gpus"] = res.gpus
+    return opts
 
 
 def _through_pools(ds: Dataset, pools: list[_Pool]) -> Dataset:

@@ -3,24 +3,39 @@
 The unit that flows is a `DocWork`: one document with all its chunks, vectors and entities.
 Keeping a document whole through every stage is what lets the writer make it visible in one step
 (a crash never leaves half a document searchable). Stateful stages load their model once per actor
-in `__init__`; Ray Data passes settings through `fn_constructor_kwargs`.
+in `__init__`, from a zero-argument factory it is given, so a test hands it a model object and
+Ray Data hands it a picklable factory built from `Settings` (`STAGES`, read by both layouts).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import numpy as np
 
 from rayweave.cluster.errors import RayweaveError, SourceError
-from rayweave.cluster.settings import Settings
+from rayweave.cluster.settings import IngestSettings, Settings
 from rayweave.cluster.types import Chunk, ContentType, Document, Entity, Level, SparseVector
 from rayweave.graph.extraction import Extraction
 from rayweave.ingest.entity_propagation import ner_sections, propagate_entities
 from rayweave.ingest.report import DocStatus, ExtractionTally
+
+if TYPE_CHECKING:
+    from rayweave.graph.extraction import GraphExtractor
+    from rayweave.graph.store import GraphStore
+    from rayweave.ingest.resources import PoolSize, StageResources
+    from rayweave.ingest.writers import DocumentWriter
+    from rayweave.models.protocols import (
+        DenseEncoder,
+        EntityExtractor,
+        ImageEncoder,
+        SparseEncoder,
+        TokenCounter,
+    )
 
 Batch = dict[str, Any]
 Encoded = TypeVar("Encoded")
@@ -102,12 +117,12 @@ def load_beir_lines(batch: Batch, *, source: str) -> Batch:
 class ChunkDocuments:
     """Insert, update or skip by content hash, then chunk with the dense model's tokenizer."""
 
-    def __init__(self, settings: Settings, existing: dict[str, str]) -> None:
-        from rayweave.models.factory import build_tokenizer
-
-        self.settings = settings
+    def __init__(
+        self, tokens: Callable[[], TokenCounter], ingest: IngestSettings, existing: dict[str, str]
+    ) -> None:
+        self.ingest = ingest
         self.existing = existing
-        self.tokens = build_tokenizer(settings.models)
+        self.tokens = tokens()
 
     def __call__(self, batch: Batch) -> Batch:
         from rayweave.ingest.chunking import chunk_document
@@ -123,8 +138,8 @@ class ChunkDocuments:
                 continue
             work.status = "updated" if previous is not None else "inserted"
             try:
-                chunked = chunk_document(doc, tokens=self.tokens, settings=self.settings.ingest)
-                limit = self.settings.ingest.max_chunks_per_document
+                chunked = chunk_document(doc, tokens=self.tokens, settings=self.ingest)
+                limit = self.ingest.max_chunks_per_document
                 if len(chunked.chunks) > limit:
                     raise SourceError(
                         f"{doc.source}: {len(chunked.chunks)} chunks; the limit is {limit} "
@@ -168,10 +183,8 @@ class _EmbedTexts(Generic[Encoded]):
 
 
 class EmbedDense(_EmbedTexts[np.ndarray]):
-    def __init__(self, settings: Settings) -> None:
-        from rayweave.models.factory import build_dense_encoder
-
-        self.encoder = build_dense_encoder(settings.models)
+    def __init__(self, encoder: Callable[[], DenseEncoder]) -> None:
+        self.encoder = encoder()
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         vectors: np.ndarray = self.encoder.encode(texts, kind="document")
@@ -182,10 +195,8 @@ class EmbedDense(_EmbedTexts[np.ndarray]):
 
 
 class EmbedSparse(_EmbedTexts[list[SparseVector]]):
-    def __init__(self, settings: Settings) -> None:
-        from rayweave.models.factory import build_sparse_encoder
-
-        self.encoder = build_sparse_encoder(settings.models)
+    def __init__(self, encoder: Callable[[], SparseEncoder]) -> None:
+        self.encoder = encoder()
 
     def _encode(self, texts: list[str]) -> list[SparseVector]:
         vectors: list[SparseVector] = self.encoder.encode(texts, kind="document")
@@ -206,10 +217,8 @@ class EmbedImages:
     cost of a batch (kernel launches), and the encoder spreads decoding-side preprocessing over
     the actor's CPUs."""
 
-    def __init__(self, settings: Settings) -> None:
-        from rayweave.models.factory import build_image_encoder
-
-        self.encoder = build_image_encoder(settings.models)
+    def __init__(self, encoder: Callable[[], ImageEncoder | None]) -> None:
+        self.encoder = encoder()
 
     def __call__(self, batch: Batch) -> Batch:
         from PIL import Image
@@ -247,10 +256,8 @@ class ExtractEntities:
     """Entities per chunk: NER on each section, spread to the other levels by
     `propagate_entities`."""
 
-    def __init__(self, settings: Settings) -> None:
-        from rayweave.models.factory import build_entity_extractor
-
-        self.extractor = build_entity_extractor(settings.models)
+    def __init__(self, extractor: Callable[[], EntityExtractor]) -> None:
+        self.extractor = extractor()
 
     def __call__(self, batch: Batch) -> Batch:
         works = _works(batch)
@@ -270,18 +277,20 @@ class ExtractFacts:
     through the store's cache: one extractor and one graph client per actor. A chunk whose
     extraction failed is counted and written without one; the document is still ingested."""
 
-    def __init__(self, settings: Settings, collection: str) -> None:
-        from rayweave.graph.extractor_factory import build_graph_extractor, extractor_identity
-        from rayweave.graph.store import open_graph_store
-
-        extractor = build_graph_extractor(settings)
-        if extractor is None:
+    def __init__(
+        self,
+        extractor: Callable[[], GraphExtractor | None],
+        identity: str | None,
+        cache: Callable[[], GraphStore] | None,
+    ) -> None:
+        """`identity` names the extractor in the cache (None: not cached, as for a file or the
+        rules); `cache` opens the graph store that holds it."""
+        built = extractor()
+        if built is None:
             raise SourceError("ExtractFacts needs graph.extractor to be set")
-        self.extractor = extractor
-        self.identity = extractor_identity(settings)
-        self.cache = (
-            open_graph_store(settings, namespace=collection) if self.identity is not None else None
-        )
+        self.extractor = built
+        self.identity = identity
+        self.cache = cache() if cache is not None and identity is not None else None
 
     def __call__(self, batch: Batch) -> Batch:
         from rayweave.graph.extractor_factory import extract_cached
@@ -312,10 +321,8 @@ class ExtractFacts:
 class WriteStores:
     """One vector-store client and one graph-store client per actor; writes whole documents."""
 
-    def __init__(self, settings: Settings, collection: str) -> None:
-        from rayweave.ingest.writers import DocumentWriter
-
-        self.writer = DocumentWriter.open(settings, collection=collection, shared=True)
+    def __init__(self, writer: Callable[[], DocumentWriter]) -> None:
+        self.writer = writer()
 
     def __call__(self, batch: Batch) -> Batch:
         works = _works(batch)
@@ -333,23 +340,145 @@ class IngestBatches:
 
     On a CPU-only machine the staged pools share the same cores and each hand-off pickles the
     batch through the object store; here a batch stays in one process and the models run with
-    every CPU the actor holds. The stage classes are the same ones the staged layout uses.
+    every CPU the actor holds. `steps` are the enabled `STAGES` with their constructor
+    arguments (`stage_steps`): the same classes, in the same order, as the staged layout's pools.
     """
 
-    def __init__(self, settings: Settings, existing: dict[str, str], collection: str) -> None:
-        self.steps: list[Callable[[Batch], Batch]] = [
-            ChunkDocuments(settings, existing),
-            EmbedDense(settings),
-            EmbedSparse(settings),
-        ]
-        if settings.models.clip:
-            self.steps.append(EmbedImages(settings))
-        self.steps.append(ExtractEntities(settings))
-        if settings.graph.extractor is not None:
-            self.steps.append(ExtractFacts(settings, collection))
-        self.steps.append(WriteStores(settings, collection))
+    def __init__(self, steps: Sequence[tuple[type, dict[str, Any]]]) -> None:
+        self.steps: list[Callable[[Batch], Batch]] = [stage(**kwargs) for stage, kwargs in steps]
 
     def __call__(self, batch: Batch) -> Batch:
         for step in self.steps:
             batch = step(batch)
         return batch
+
+
+@dataclass(frozen=True, slots=True)
+class StageInputs:
+    """What the stages' constructor arguments are built from, on the driver."""
+
+    settings: Settings
+    existing: dict[str, str]
+    collection: str
+
+
+StageKind = Literal["light", "model", "gpu", "extraction"]
+"""What a stage's actors ask for (`ingest/pipeline.py`): `light` a small CPU share (chunking,
+writing), `model` a model actor's CPUs, `gpu` that plus a GPU share when the cluster has GPUs,
+`extraction` what the graph extractor's kind needs (an endpoint little, a local model a GPU)."""
+
+
+def _always(settings: Settings) -> bool:
+    return True
+
+
+def _one_actor(res: StageResources, settings: Settings) -> PoolSize:
+    from rayweave.ingest.resources import PoolSize
+
+    return PoolSize(1, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class StageSpec:
+    """One ingest stage: its class, its constructor's arguments (picklable: model factories, not
+    models, so each actor loads its own), what its actors ask for, its staged pool size, and
+    whether the settings enable it."""
+
+    stage: type
+    kwargs: Callable[[StageInputs], dict[str, Any]]
+    kind: StageKind
+    pool: Callable[[StageResources, Settings], PoolSize] = _one_actor
+    enabled: Callable[[Settings], bool] = _always
+
+
+def _chunk_kwargs(inputs: StageInputs) -> dict[str, Any]:
+    from rayweave.models.factory import build_tokenizer
+
+    models, ingest = inputs.settings.models, inputs.settings.ingest
+    return {
+        "tokens": partial(build_tokenizer, models),
+        "ingest": ingest,
+        "existing": inputs.existing,
+    }
+
+
+def _dense_kwargs(inputs: StageInputs) -> dict[str, Any]:
+    from rayweave.models.factory import build_dense_encoder
+
+    return {"encoder": partial(build_dense_encoder, inputs.settings.models)}
+
+
+def _sparse_kwargs(inputs: StageInputs) -> dict[str, Any]:
+    from rayweave.models.factory import build_sparse_encoder
+
+    return {"encoder": partial(build_sparse_encoder, inputs.settings.models)}
+
+
+def _image_kwargs(inputs: StageInputs) -> dict[str, Any]:
+    from rayweave.models.factory import build_image_encoder
+
+    return {"encoder": partial(build_image_encoder, inputs.settings.models)}
+
+
+def _entity_kwargs(inputs: StageInputs) -> dict[str, Any]:
+    from rayweave.models.factory import build_entity_extractor
+
+    return {"extractor": partial(build_entity_extractor, inputs.settings.models)}
+
+
+def _facts_kwargs(inputs: StageInputs) -> dict[str, Any]:
+    from rayweave.graph.extractor_factory import build_graph_extractor, extractor_identity
+    from rayweave.graph.store import open_graph_store
+
+    settings = inputs.settings
+    identity = extractor_identity(settings)
+    cache = partial(open_graph_store, settings, namespace=inputs.collection)
+    return {
+        "extractor": partial(build_graph_extractor, settings),
+        "identity": identity,
+        "cache": cache if identity is not None else None,
+    }
+
+
+def _write_kwargs(inputs: StageInputs) -> dict[str, Any]:
+    from rayweave.ingest.writers import DocumentWriter
+
+    open_writer = partial(
+        DocumentWriter.open, inputs.settings, collection=inputs.collection, shared=True
+    )
+    return {"writer": open_writer}
+
+
+def _extractor_actors(res: StageResources, settings: Settings) -> PoolSize:
+    from rayweave.ingest.resources import PoolSize
+
+    return PoolSize(settings.graph.extractor_actors, settings.graph.extractor_actors)
+
+
+STAGES: tuple[StageSpec, ...] = (
+    StageSpec(ChunkDocuments, _chunk_kwargs, "light"),
+    StageSpec(EmbedDense, _dense_kwargs, "gpu", pool=lambda res, _: res.dense_pool),
+    StageSpec(EmbedSparse, _sparse_kwargs, "gpu", pool=lambda res, _: res.sparse_pool),
+    StageSpec(EmbedImages, _image_kwargs, "gpu", enabled=lambda s: bool(s.models.clip)),
+    StageSpec(ExtractEntities, _entity_kwargs, "model", pool=lambda res, _: res.entity_pool),
+    StageSpec(
+        ExtractFacts,
+        _facts_kwargs,
+        "extraction",
+        pool=_extractor_actors,
+        enabled=lambda s: s.graph.extractor is not None,
+    ),
+    StageSpec(WriteStores, _write_kwargs, "light"),
+)
+"""Every ingest stage in pipeline order; both layouts read this list, so a stage is added here
+once: the staged layout gives each enabled one its own actor pool, the fused one runs them all in
+each actor."""
+
+
+def enabled_stages(settings: Settings) -> list[StageSpec]:
+    return [spec for spec in STAGES if spec.enabled(settings)]
+
+
+def stage_steps(inputs: StageInputs) -> list[tuple[type, dict[str, Any]]]:
+    """The enabled stages, in order, with their constructor arguments (`IngestBatches`)."""
+    return [(spec.stage, spec.kwargs(inputs)) for spec in enabled_stages(inputs.settings)]

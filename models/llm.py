@@ -166,6 +166,19 @@ class OpenAIChatModel:
             return self._completion(response)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def ping(self, timeout_s: float = 2.0) -> None:
+        """One `GET <base_url>/models`, no retry (a health check): any answer below 500, even a
+        401 or 404, means the endpoint is up; no answer or a 5xx raises ModelError."""
+        import httpx
+
+        url = f"{self.url.removesuffix('/chat/completions')}/models"
+        try:
+            response = self._client.get(url, timeout=timeout_s)
+        except httpx.HTTPError as exc:
+            raise ModelError(f"LLM endpoint {url} unreachable: {exc}") from exc
+        if response.status_code >= 500:
+            raise ModelError(f"LLM endpoint {url} answered {response.status_code}")
+
     def _failure(self, exc: Exception) -> str:
         """A timeout says so (with the limit), so a slow endpoint is not reported as down."""
         import httpx

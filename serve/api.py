@@ -11,12 +11,12 @@ the error mapping of `serve/errors.py`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from rayweave.cluster import __version__
@@ -56,11 +56,15 @@ def create_api(
     service: SearchService,
     settings: ServeSettings,
     *,
-    health: Callable[[], dict[str, Any]] | None = None,
+    health: Callable[[], Awaitable[tuple[int, dict[str, Any]]]] | None = None,
     limiter: RateLimiter | None = None,
 ) -> FastAPI:
     """`limiter` counts requests per key (default: in this process, when a rate is configured);
-    replicas of a deployed app pass one shared by all of them."""
+    replicas of a deployed app pass one shared by all of them.
+
+    `health` is readiness (`/healthz`): the status code and body that report each dependency's
+    state (`serve/health.py`: 503 when a required one is down). `/livez` is liveness: no
+    dependency, only that the replica answers."""
     app = FastAPI(
         title="rayweave",
         version=__version__,
@@ -111,8 +115,13 @@ def create_api(
         return view
 
     @app.get("/healthz")
-    async def healthz() -> dict[str, Any]:
-        return {"status": "ok", "version": __version__, **(health() if health else {})}
+    async def healthz() -> JSONResponse:
+        code, body = await health() if health is not None else (200, {"status": "ok"})
+        return JSONResponse({**body, "version": __version__}, status_code=code)
+
+    @app.get("/livez")
+    async def livez() -> dict[str, str]:
+        return {"status": "ok", "version": __version__}
 
     if (STATIC / "index.html").is_file():
 

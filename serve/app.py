@@ -10,6 +10,7 @@ groups, validated by `AppArgs` and then by `Settings`.
 # pydantic annotation only when the annotation is a real class, not a string.
 
 import hashlib
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,8 @@ from rich.console import Console
 from rayweave.cluster.errors import ServiceError
 from rayweave.cluster.logging_setup import configure_logging
 from rayweave.cluster.settings import Settings, load_settings
+
+log = logging.getLogger(__name__)
 
 DEFAULT_SERVE_CONFIG = Path(__file__).parent / "config.yaml"
 
@@ -110,13 +113,22 @@ def _bind(deployment: object, *args: Any, **kwargs: Any) -> Application:
     return bound
 
 
+def _checked(deployment: object, settings: Settings) -> Deployment:
+    """`deployment` with the health check period and timeout of `settings` (Serve calls each
+    replica's `check_health` that often; a Serve config entry that sets them wins)."""
+    return cast(Deployment, deployment).options(
+        health_check_period_s=settings.serve.health_check_period_s,
+        health_check_timeout_s=settings.serve.health_check_timeout_s,
+    )
+
+
 def compose(settings: Settings, layout: Layout = "composed") -> Application:
     """Bind the app: the deployment graph (ingress -> classifier, retrievers, fusion, refiner),
     or one ingress whose replicas run every component in-process."""
     if layout == "fused":
         from rayweave.serve.fused import FusedIngressDeployment
 
-        return _bind(FusedIngressDeployment, settings)
+        return _bind(_checked(FusedIngressDeployment, settings), settings)
 
     from rayweave.serve.deployments import (
         FusionRankerDeployment,
@@ -130,15 +142,18 @@ def compose(settings: Settings, layout: Layout = "composed") -> Application:
 
     # Every deployment is always bound, so one Serve config file fits every setting (a config
     # naming a deployment the app lacks is rejected); an unconfigured web retriever answers empty.
+    def checked(deployment: object) -> Deployment:
+        return _checked(deployment, settings)
+
     return _bind(
-        IngressDeployment,
+        checked(IngressDeployment),
         settings,
-        _bind(QueryClassifierDeployment),
-        _bind(VectorRetrieverDeployment, settings),
-        _bind(FusionRankerDeployment, settings),
-        graph=_bind(GraphRetrieverDeployment, settings),
-        web=_bind(WebRetrieverDeployment, settings),
-        refiner=_bind(RefinerDeployment, settings),
+        _bind(checked(QueryClassifierDeployment)),
+        _bind(checked(VectorRetrieverDeployment), settings),
+        _bind(checked(FusionRankerDeployment), settings),
+        graph=_bind(checked(GraphRetrieverDeployment), settings),
+        web=_bind(checked(WebRetrieverDeployment), settings),
+        refiner=_bind(checked(RefinerDeployment), settings),
     )
 
 
@@ -247,6 +262,15 @@ def deploy(settings: Settings, *, console: Console | None = None, timeout_s: flo
     with console.status("starting Ray and the graph server"):
         connect(settings)
         resolve_graph_connection(settings)
+        points = collection_points(settings)
+    if points == 0:
+        warning = (
+            f"collection {settings.qdrant.collection!r} is empty: every search will answer no "
+            f"results until documents are ingested (`rayweave ingest PATH`; a failed or "
+            f"unfinished ingest leaves it so)"
+        )
+        log.warning(warning)
+        console.print(f"[bold yellow]warning:[/bold yellow] {warning}")
     config = ServeDeploySchema.model_validate(serve_config(settings))
     url = f"http://{settings.serve.host}:{settings.serve.port}"
     with console.status(f"deploying {settings.serve.app_name} (loading models on each replica)"):
@@ -267,6 +291,26 @@ def deploy(settings: Settings, *, console: Console | None = None, timeout_s: flo
         client.deploy_apps(config, _blocking=False)
         _wait_running(settings.serve.app_name, timeout_s)
     return url
+
+
+def collection_points(settings: Settings) -> int:
+    """Visible points of the collection the app will serve; ServiceError, naming it and the fix,
+    when it does not exist (the app would answer every search with a 404)."""
+    from rayweave.cluster.errors import NotFoundError
+    from rayweave.cluster.vectors.service import vector_store_for
+
+    name = settings.qdrant.collection
+    store = vector_store_for(settings, name, shared=True)
+    try:
+        return store.count({"visible": True})
+    except NotFoundError as exc:
+        raise ServiceError(
+            f"cannot serve collection {name!r}: it does not exist ({exc}). Ingest documents into "
+            f"it first, `rayweave ingest PATH --collection {name}`, then run `rayweave serve` "
+            "again."
+        ) from exc
+    finally:
+        store.close()
 
 
 def proxy_drift(running: dict[str, Any], wanted: ServeDeploySchema) -> list[str]:

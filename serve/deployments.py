@@ -5,6 +5,11 @@ Classes are named `*Deployment`; the Serve name each one registers (`QueryClassi
 Resources here are small fractional defaults (so a 2-core laptop runs all seven); the Serve config
 file (`serve/config.yaml`, shared by `rayweave serve`, `serve deploy` and KubeRay) sets replicas,
 autoscaling and CPU/GPU per deployment for real clusters.
+
+Deployments that hold a client (the vector store, the Bolt graph store, an LLM endpoint) define
+`check_health`, which Serve calls every `serve.health_check_period_s` and which raises when that
+client's ping fails (`serve/health.py`), so Serve replaces the replica; `health` returns the same
+probes' states for the Ingress's `/healthz`.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from ray import serve
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Hit
 from rayweave.serve.conversation import ConversationMessage
+from rayweave.serve.health import Health, graph_dependency, refiner_dependencies, vector_dependency
 from rayweave.serve.search import (
     Classification,
     Classifier,
@@ -50,6 +56,17 @@ class VectorRetrieverDeployment:
         from rayweave.serve.vector_retriever import VectorSearch
 
         self.impl: VectorSearch = VectorSearch.from_settings(settings, shared=True)
+        self.health_probes = Health(
+            [vector_dependency(self.impl.store)],
+            timeout_s=settings.serve.health_probe_timeout_s,
+            where="VectorRetriever replica",
+        )
+
+    async def check_health(self) -> None:
+        await self.health_probes.check()
+
+    async def health(self) -> list[dict[str, Any]]:
+        return [s.as_dict() for s in await self.health_probes.states()]
 
     async def retrieve(self, query: RetrievalQuery) -> RankedLists:
         lists: RankedLists = await self.impl.retrieve(query)
@@ -75,6 +92,17 @@ class GraphRetrieverDeployment:
         from rayweave.serve.graph_retriever import GraphSearch
 
         self.impl: GraphSearch = GraphSearch.from_settings(settings)
+        self.health_probes = Health(
+            [graph_dependency(self.impl.store)],
+            timeout_s=settings.serve.health_probe_timeout_s,
+            where="GraphRetriever replica",
+        )
+
+    async def check_health(self) -> None:
+        await self.health_probes.check()
+
+    async def health(self) -> list[dict[str, Any]]:
+        return [s.as_dict() for s in await self.health_probes.states()]
 
     async def retrieve(self, query: RetrievalQuery) -> RankedLists:
         lists: RankedLists = await self.impl.retrieve(query)
@@ -130,6 +158,18 @@ class RefinerDeployment:
         from rayweave.serve.refine import build_refiner
 
         self.impl: Refiner = build_refiner(settings)
+        # An 'llm' refiner's endpoint: this deployment exists to call it.
+        self.health_probes = Health(
+            refiner_dependencies(self.impl, required=True),
+            timeout_s=settings.serve.health_probe_timeout_s,
+            where="Refiner replica",
+        )
+
+    async def check_health(self) -> None:
+        await self.health_probes.check()
+
+    async def health(self) -> list[dict[str, Any]]:
+        return [s.as_dict() for s in await self.health_probes.states()]
 
     async def refine(self, query: str, hits: list[Hit], plan: RetrievalPlan) -> list[Hit]:
         refined: list[Hit] = await self.impl.refine(query, hits, plan)

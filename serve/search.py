@@ -7,18 +7,24 @@ in-process objects, so both run this exact code.
 Retrieval runs in two phases inside the deadline: phase 1 runs the vector, web and entity-graph
 retrievers concurrently; phase 2 expands the graph from phase 1's top vector hits (parents,
 neighbours, bridge documents). A retriever that raises or misses the deadline is dropped from
-fusion and named in `degraded`; the request still succeeds.
+fusion and named in `degraded`; the request still succeeds. A retriever that raises is logged
+(once per `FAILURE_LOG_EVERY_S` for the same failure) with its exception, and reported to
+`on_retriever_failure` (the Serve app counts it: `rayweave_retriever_failures`), so a degraded
+answer can always be explained. One failure is not degraded but answered as such: the vector
+retriever's collection does not exist (NotFoundError, HTTP 404 naming it and the fix).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import threading
 import time
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from rayweave.cluster.errors import VectorStoreError
+from rayweave.cluster.errors import NotFoundError, VectorStoreError
 from rayweave.cluster.types import Hit
 from rayweave.serve.fusion import cap_per_document, collapse_duplicates, split_per_document
 from rayweave.serve.schemas import ContentScope, Profile, QueryType
@@ -28,6 +34,18 @@ FACTS = "facts"
 
 READ_TRIES = 2
 """Tries of the page's payload read (see `SearchPipeline._read`)."""
+
+FAILURE_LOG_EVERY_S = 30.0
+"""The same retriever failure (retriever, type and message) is logged at most this often; the
+next line says how many were left out meanwhile."""
+
+INGEST_FIX = (
+    "ingest documents into it first: `rayweave ingest PATH` (--collection NAME for a named one)"
+)
+
+log = logging.getLogger(__name__)
+
+FailureHook = Callable[[str, BaseException], None]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,6 +147,7 @@ class SearchPipeline:
         refiner: Refiner | None = None,
         deadline_s: float = 2.0,
         read_floor_s: float = 0.5,
+        on_retriever_failure: FailureHook | None = None,
     ) -> None:
         self.classifier = classifier
         self.planner = planner
@@ -140,6 +159,7 @@ class SearchPipeline:
         self.refiner = refiner
         self.deadline_s = deadline_s
         self.read_floor_s = read_floor_s
+        self.on_retriever_failure = on_retriever_failure
 
     async def search(
         self,
@@ -179,7 +199,7 @@ class SearchPipeline:
             phase1["graph"] = self.graph.retrieve(query)
         if plan.web and self.web is not None:
             phase1["web"] = self.web.retrieve(query)
-        lists = await _gather(phase1, deadline, degraded, timings)
+        lists = await self._retrieve(phase1, deadline, degraded, timings)
 
         if plan.graph and self.graph is not None and "graph" not in degraded:
             seeds = _seeds(lists, plan)
@@ -188,7 +208,7 @@ class SearchPipeline:
                 expand = {
                     "graph-expand": self.graph.expand(replace(query, seeds=seeds, facts=facts))
                 }
-                lists.update(await _gather(expand, deadline, degraded, timings))
+                lists.update(await self._retrieve(expand, deadline, degraded, timings))
         lists.pop(FACTS, None)
         if "vector" in degraded and not any(lists.values()):
             # Nothing to fuse: report emptiness, still not an error.
@@ -233,8 +253,10 @@ class SearchPipeline:
                 hits = await asyncio.wait_for(
                     self.refiner.refine(text, hits, plan), timeout=max(remaining, 0.001)
                 )
-            except Exception:  # noqa: BLE001 - a failed or late refiner degrades, keeps fused order
+            except Exception as exc:  # noqa: BLE001 - a failed or late refiner degrades
                 degraded.append("refiner")
+                if not isinstance(exc, TimeoutError):
+                    _failed({"refiner": exc}, self.on_retriever_failure)
             timings["refine"] = _ms(t)
             folded = _folded(hits, plan)
         hits = cap_per_document(folded, max_per_document=plan.max_per_document)
@@ -246,6 +268,23 @@ class SearchPipeline:
             degraded=degraded,
             timings_ms=timings,
         )
+
+    async def _retrieve(
+        self,
+        calls: Mapping[str, Awaitable[RankedLists]],
+        deadline: float,
+        degraded: list[str],
+        timings: dict[str, float],
+    ) -> RankedLists:
+        """`_gather`, with each failure logged and counted; a vector collection that does not
+        exist is the request's error (an empty 200 would hide that nothing was ingested)."""
+        failures: dict[str, BaseException] = {}
+        lists = await _gather(calls, deadline, degraded, timings, failures)
+        _failed(failures, self.on_retriever_failure)
+        missing = failures.get("vector")
+        if isinstance(missing, NotFoundError):
+            raise NotFoundError(f"{error_text(missing)}: {INGEST_FIX}") from missing
+        return lists
 
     async def _hydrated(
         self, hits: Sequence[Hit], filters: Mapping[str, object], deadline: float
@@ -334,8 +373,10 @@ async def _gather(
     deadline: float,
     degraded: list[str],
     timings: dict[str, float],
+    failures: dict[str, BaseException] | None = None,
 ) -> RankedLists:
-    """Run retrievers concurrently until the deadline; late or failed ones go to `degraded`."""
+    """Run retrievers concurrently until the deadline; late or failed ones go to `degraded`, and
+    failed ones' exceptions to `failures` (late ones are not failures: the deadline cut them)."""
     tasks = {name: asyncio.ensure_future(_timed(call)) for name, call in calls.items()}
     remaining = max(deadline - time.perf_counter(), 0.001)
     _, pending = await asyncio.wait(list(tasks.values()), timeout=remaining)
@@ -345,13 +386,71 @@ async def _gather(
     for name, task in tasks.items():
         # A task cancelled under us (not by the deadline above) degrades like a failed one;
         # `exception()` would raise its CancelledError into the request.
-        if task in pending or task.cancelled() or task.exception() is not None:
+        if task in pending:
             degraded.append(name)
+            continue
+        failure = asyncio.CancelledError() if task.cancelled() else task.exception()
+        if failure is not None:
+            degraded.append(name)
+            if failures is not None:
+                failures[name] = failure
             continue
         result, ms = task.result()
         lists.update(result)
         timings[name] = ms
     return lists
+
+
+class _FailureLog:
+    """Logs each retriever failure with its exception, the same failure at most once per
+    `FAILURE_LOG_EVERY_S` (a dead store fails every request the same way)."""
+
+    def __init__(self, every_s: float) -> None:
+        self.every_s = every_s
+        self._lock = threading.Lock()
+        self._seen: dict[tuple[str, str, str], tuple[float, int]] = {}
+
+    def __call__(self, retriever: str, exc: BaseException) -> None:
+        text = error_text(exc)
+        key = (retriever, type(exc).__name__, text)
+        now = time.monotonic()
+        with self._lock:
+            last, left_out = self._seen.get(key, (float("-inf"), 0))
+            if now - last < self.every_s:
+                self._seen[key] = (last, left_out + 1)
+                return
+            if len(self._seen) > 1000:
+                self._seen.clear()
+            self._seen[key] = (now, 0)
+        more = f" ({left_out} more like it in the last {self.every_s:g}s)" if left_out else ""
+        log.warning(
+            "retriever %s failed, answer degraded: %s: %s%s",
+            retriever,
+            type(exc).__name__,
+            text,
+            more,
+            exc_info=exc,
+        )
+
+
+_log_failure = _FailureLog(FAILURE_LOG_EVERY_S)
+
+
+def _failed(failures: Mapping[str, BaseException], hook: FailureHook | None) -> None:
+    for name, exc in failures.items():
+        _log_failure(name, exc)
+        if hook is not None:
+            try:
+                hook(name, exc)
+            except Exception:  # counting must never fail the request
+                log.exception("recording the failure of retriever %s failed", name)
+
+
+def error_text(exc: BaseException) -> str:
+    """An exception's message; for one re-raised by Ray (a `RayTaskError` that is also an
+    instance of the cause's type) the cause's own, without the remote traceback."""
+    cause = getattr(exc, "cause", None)
+    return str(cause if isinstance(cause, BaseException) else exc)
 
 
 def _seeds(lists: RankedLists, plan: RetrievalPlan) -> tuple[Hit, ...]:

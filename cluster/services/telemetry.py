@@ -31,6 +31,7 @@ REQUEST_SECONDS = "rayweave_request_seconds"
 STAGE_SECONDS = "rayweave_stage_seconds"
 DEGRADED = "rayweave_degraded"
 HEDGED = "rayweave_hedged_reads"
+RETRIEVER_FAILURES = "rayweave_retriever_failures"
 INGEST_DOCUMENTS = "rayweave_ingest_documents"
 INGEST_CHUNKS = "rayweave_ingest_chunks"
 
@@ -44,6 +45,7 @@ class ApiMetrics:
     stages: Histogram
     degraded: Counter
     hedged: Counter
+    failures: Counter
 
     def request(self, *, route: str, status: int, seconds: float) -> None:
         self.requests.inc(1, tags={"route": route, "status": str(status)})
@@ -57,6 +59,11 @@ class ApiMetrics:
 
     def hedge(self, *, read: str) -> None:
         self.hedged.inc(1, tags={"read": read})
+
+    def retriever_failed(self, retriever: str, exc: BaseException) -> None:
+        cause = getattr(exc, "cause", None)  # a Ray-wrapped error: its cause's type
+        error = type(cause if isinstance(cause, BaseException) else exc).__name__
+        self.failures.inc(1, tags={"retriever": retriever, "error": error})
 
 
 @cache
@@ -92,7 +99,20 @@ def api_metrics() -> ApiMetrics:
             "layout; serve.hedge_after_ms), by deployment and method",
             tag_keys=("read",),
         ),
+        failures=metrics.Counter(
+            RETRIEVER_FAILURES,
+            "Retrievers (and the refiner) that raised during a search, by name and exception "
+            "type: each also logged once with its exception (past-deadline ones only count in "
+            "rayweave_degraded)",
+            tag_keys=("retriever", "error"),  # type: ignore[arg-type]  # Ray annotates a 1-tuple
+        ),
     )
+
+
+def count_retriever_failure(retriever: str, exc: BaseException) -> None:
+    """Counts a retriever's failure in a search (`rayweave_retriever_failures`): the search
+    pipeline's `on_retriever_failure` in the Serve app."""
+    api_metrics().retriever_failed(retriever, exc)
 
 
 @dataclass(frozen=True, slots=True)

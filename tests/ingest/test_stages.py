@@ -1,14 +1,30 @@
-"""The pure algorithms behind the Ray Data stages, called without Ray."""
+"""The Ray Data stages, built through their constructors with real small models and called
+without Ray, and the one list of stages both layouts read."""
 
 from __future__ import annotations
 
+import pickle
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
 
-from rayweave.cluster.types import Chunk, ContentType, Entity, Level, SparseVector
+from rayweave.cluster.settings import IngestSettings, ModelSettings, Settings
+from rayweave.cluster.types import Chunk, ContentType, Document, Entity, Level, content_hash
 from rayweave.ingest.entity_propagation import ner_sections, propagate_entities
-from rayweave.ingest.stages import DocWork, EmbedDense, EmbedSparse, _batch
+from rayweave.ingest.pipeline import _fused_pools, _Run, _staged_pools
+from rayweave.ingest.resources import NodeShape, plan_resources
+from rayweave.ingest.stages import (
+    ChunkDocuments,
+    DocWork,
+    EmbedDense,
+    EmbedSparse,
+    _batch,
+    enabled_stages,
+)
+from rayweave.models.factory import build_dense_encoder, build_sparse_encoder, build_tokenizer
 
 
 def chunk(
@@ -66,18 +82,23 @@ class TestEntityPropagation:
         assert propagate_entities([], {}) == []
 
 
-class _FakeDense:
-    def __init__(self) -> None:
+class _Recording:
+    """A real encoder, with the texts of each call it gets recorded."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
         self.calls: list[list[str]] = []
 
-    def encode(self, texts: list[str], *, kind: str) -> np.ndarray:
+    def encode(self, texts: list[str], *, kind: str) -> Any:
         self.calls.append(list(texts))
-        return np.arange(len(texts), dtype=np.float32)[:, None] * np.ones((1, 2), np.float32)
+        return self.inner.encode(texts, kind=kind)
 
 
-class _FakeSparse:
-    def encode(self, texts: list[str], *, kind: str) -> list[SparseVector]:
-        return [SparseVector(indices=(i,), values=(1.0,)) for i in range(len(texts))]
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> ModelSettings:
+    """The packaged MiniLM at fp32 (int8 quantizes per batch), BM25 terms, rule entities."""
+    cache = tmp_path_factory.mktemp("onnx-cache")
+    return ModelSettings(precision="fp32", sparse_kind="bm25", ner=None, cache_dir=cache)
 
 
 def _work(source: str, texts: list[str]) -> DocWork:
@@ -89,28 +110,127 @@ class TestEmbedStages:
     """The text stages encode each distinct text of a batch once and hand every document the
     rows of its own texts; documents that failed are left alone."""
 
-    def test_dense_and_sparse_share_distinct_texts(self) -> None:
-        works = [_work("a", ["x", "y"]), _work("b", ["y", "z"]), _work("c", ["x"])]
+    def test_dense_and_sparse_share_distinct_texts(self, models: ModelSettings) -> None:
+        x, y, z = "Ray schedules actors.", "Qdrant stores vectors.", "Neo4j holds the graph."
+        works = [_work("a", [x, y]), _work("b", [y, z]), _work("c", [x])]
         works[2].error = "failed before"
-        dense = EmbedDense.__new__(EmbedDense)
-        dense.encoder = _FakeDense()
-        sparse = EmbedSparse.__new__(EmbedSparse)
-        sparse.encoder = _FakeSparse()
+        recorded = _Recording(build_dense_encoder(models))
+        dense = EmbedDense(lambda: recorded)
+        sparse = EmbedSparse(partial(build_sparse_encoder, models))
         out = list(sparse(dense(_batch(works)))["work"])
-        assert dense.encoder.calls == [["x", "y", "z"]]
-        rows = [None if w.dense is None else w.dense[:, 0].tolist() for w in out]
-        assert rows == [[0.0, 1.0], [1.0, 2.0], None]
-        assert [None if w.sparse is None else [v.indices for v in w.sparse] for w in out] == [
-            [(0,), (1,)],
-            [(1,), (2,)],
-            None,
-        ]
 
-    def test_nothing_active_encodes_nothing(self) -> None:
-        dense = EmbedDense.__new__(EmbedDense)
-        dense.encoder = _FakeDense()
+        assert recorded.calls == [[x, y, z]]
+        expected = recorded.inner.encode([x, y, z], kind="document")
+        a, b, c = out
+        assert a.dense is not None
+        assert b.dense is not None
+        assert c.dense is None
+        np.testing.assert_allclose(a.dense, expected[[0, 1]], atol=1e-6)
+        np.testing.assert_allclose(b.dense, expected[[1, 2]], atol=1e-6)
+        assert a.sparse is not None
+        assert b.sparse is not None
+        assert c.sparse is None
+        assert len(a.sparse) == len(b.sparse) == 2
+        assert a.sparse[1] == b.sparse[0]  # the shared text's one vector
+        assert a.sparse[0] != a.sparse[1]
+
+    def test_nothing_active_encodes_nothing(self, models: ModelSettings) -> None:
+        recorded = _Recording(build_dense_encoder(models))
+        dense = EmbedDense(lambda: recorded)
         assert list(dense(_batch([]))["work"]) == []
-        assert dense.encoder.calls == []
+        assert recorded.calls == []
+
+
+def _markdown(name: str, text: str) -> Document:
+    return Document(
+        id=name,
+        source=f"{name}.md",
+        title=name,
+        content_type=ContentType.MARKDOWN,
+        text=text,
+        content_hash=content_hash(text),
+    )
+
+
+class TestChunkDocuments:
+    def test_inserts_updates_and_skips_by_content_hash(self, models: ModelSettings) -> None:
+        docs = [
+            _markdown(name, f"# {name}\n\n{text}\n")
+            for name, text in [
+                ("new", "Ray schedules actors on every node of a cluster."),
+                ("same", "Qdrant stores vectors and their payloads."),
+                ("changed", "Neo4j holds the entity graph of the corpus."),
+            ]
+        ]
+        existing = {"same": docs[1].content_hash, "changed": "an older hash"}
+        stage = ChunkDocuments(partial(build_tokenizer, models), IngestSettings(), existing)
+        works = [DocWork(source=d.source, document=d) for d in docs]
+        out = list(stage(_batch(works))["work"])
+
+        assert [w.status for w in out] == ["inserted", "skipped", "updated"]
+        assert out[1].chunks == []
+        for w in (out[0], out[2]):
+            assert w.chunks
+            assert len(w.texts) == len(w.chunks)
+            assert {c.doc_id for c in w.chunks} == {w.document.id}
+
+    def test_a_document_past_the_chunk_limit_fails_alone(self, models: ModelSettings) -> None:
+        text = "\n\n".join(f"## Part {i}\n\n" + "Ray runs actors. " * 60 for i in range(6))
+        doc = _markdown("long", f"# Long\n\n{text}")
+        ingest = IngestSettings(max_chunks_per_document=2)
+        stage = ChunkDocuments(partial(build_tokenizer, models), ingest, {})
+        (work,) = stage(_batch([DocWork(source=doc.source, document=doc)]))["work"]
+        assert work.status == "failed"
+        assert work.error is not None
+        assert "max_chunks_per_document" in work.error
+
+
+class TestStageSpecs:
+    """One list of stages, read by both layouts."""
+
+    def test_the_settings_enable_images_and_facts(self) -> None:
+        def names(settings: Settings) -> list[str]:
+            return [spec.stage.__name__ for spec in enabled_stages(settings)]
+
+        base = ["ChunkDocuments", "EmbedDense", "EmbedSparse", "ExtractEntities", "WriteStores"]
+        assert names(Settings()) == base
+        full = Settings(models={"clip": "ViT-B-32:x"}, graph={"extractor": "rules"})
+        assert names(full) == [*base[:3], "EmbedImages", "ExtractEntities", "ExtractFacts", base[4]]
+
+    def test_both_layouts_run_the_same_stages_with_picklable_arguments(self) -> None:
+        settings = Settings(models={"clip": "ViT-B-32:x"}, graph={"extractor": "rules"})
+        run = _Run(settings, plan_resources(settings, [NodeShape(cpus=4)]), {"d": "h"}, "c")
+        staged = _staged_pools(run)
+        (fused,) = _fused_pools(run)
+        steps = fused.ctor["steps"]
+        assert [stage for stage, _ in steps] == [pool.stage for pool in staged]
+        assert [kwargs.keys() for _, kwargs in steps] == [pool.ctor.keys() for pool in staged]
+        # Ray Data pickles constructor arguments: factories, never loaded models.
+        for ctor in [fused.ctor, *(pool.ctor for pool in staged)]:
+            pickle.loads(pickle.dumps(ctor))
+
+    def test_staged_pools_take_their_kinds_resources(self) -> None:
+        settings = Settings(
+            ingest={"actor_gpus": 0.5},
+            models={"clip": "ViT-B-32:x"},
+            graph={"extractor": "openai:http://localhost:1/v1#m", "extractor_actors": 3},
+        )
+        res = plan_resources(settings, [NodeShape(cpus=16, gpus=2)])
+        pools = {p.stage.__name__: p for p in _staged_pools(_Run(settings, res, {}, "c"))}
+        for name in ("ChunkDocuments", "WriteStores"):
+            assert pools[name].opts["num_cpus"] == res.light
+            assert pools[name].size == {"size": 1}
+        for name in ("EmbedDense", "EmbedSparse", "EmbedImages"):
+            assert pools[name].opts["num_gpus"] == 0.5
+        assert pools["EmbedDense"].size == res.dense_pool.strategy_kwargs()
+        assert pools["EmbedImages"].size == {"size": 1}
+        assert "num_gpus" not in pools["ExtractEntities"].opts
+        assert pools["ExtractEntities"].size == res.entity_pool.strategy_kwargs()
+        # An endpoint extractor's actors wait on the network: a light share, no GPU.
+        facts = pools["ExtractFacts"]
+        assert facts.size == {"size": 3}
+        assert facts.opts["num_cpus"] == res.light
+        assert "num_gpus" not in facts.opts
 
 
 def test_images_of_a_batch_embed_together_and_a_bad_one_fails_alone(
@@ -118,10 +238,9 @@ def test_images_of_a_batch_embed_together_and_a_bad_one_fails_alone(
 ) -> None:
     from PIL import Image
 
-    from rayweave.cluster.settings import Settings
-    from rayweave.cluster.types import Document
     from rayweave.ingest.chunking.images import image_document
     from rayweave.ingest.stages import EmbedImages
+    from rayweave.models.factory import build_image_encoder
 
     rng = np.random.default_rng(0)
     paths = []
@@ -138,7 +257,9 @@ def test_images_of_a_batch_embed_together_and_a_bad_one_fails_alone(
         )
         works.append(DocWork(source=str(path), document=doc, chunks=image_document(doc).chunks))
     # fp32: dynamic int8 (the CPU default) quantizes per batch, so a batch moves vectors slightly
-    stage = EmbedImages(Settings(models={"clip": str(tiny_clip_config), "precision": "fp32"}))
+    stage = EmbedImages(
+        partial(build_image_encoder, ModelSettings(clip=str(tiny_clip_config), precision="fp32"))
+    )
     assert stage.encoder is not None
     out = list(stage(_batch(works))["work"])
 

@@ -86,6 +86,11 @@ def fault_app(
                 "layout": "composed",
                 "serve_config": config_path,
                 "deadline_ms": DEADLINE_MS,
+                # These faults measure what the pipeline does while a dependency is gone (the
+                # projection serving without its graph server); Serve replacing a replica whose
+                # dependency stays down is tests/serve/test_health.py's, so health checks here
+                # come slowly enough never to fire within one test.
+                "health_check_period_s": 60.0,
                 "retrieval": {
                     **base["serve"]["retrieval"],
                     "web_provider": "searxng",
