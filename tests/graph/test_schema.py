@@ -73,9 +73,13 @@ class TestSources:
         )
 
     def test_corpus_pass_does_not_own_other_writers_edges(self) -> None:
-        for other in (gs.EdgeSource.LLM, gs.EdgeSource.SYNONYMY):
-            assert other in gs.INFERRED_SOURCES
-            assert other not in gs.CORPUS_SOURCES
+        assert gs.EdgeSource.SYNONYMY in gs.INFERRED_SOURCES
+        assert gs.EdgeSource.SYNONYMY not in gs.CORPUS_SOURCES
+
+    def test_corpus_pass_owns_extracted_relations(self) -> None:
+        # Built from the extractions kept on chunks, so replaced with the rest of the layer.
+        assert gs.EdgeSource.LLM in gs.INFERRED_SOURCES
+        assert gs.EdgeSource.LLM in gs.CORPUS_SOURCES
 
 
 class TestEdgeRow:
