@@ -2,15 +2,18 @@
 
 The vector retriever already holds the query's dense vector, so it searches the facts collection
 (`graph/facts.py`) beside the chunk lists. Most namespaces have no facts: whether this one does
-is asked of the graph store (a chunk with an extraction) at most every `recheck_s`, so a
-namespace without an extractor never opens a facts collection.
+is asked of the graph store (a chunk with an extraction) at start-up and then every `recheck_s`
+in the background, so a namespace without an extractor never opens a facts collection and no
+query waits for the graph store.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +21,11 @@ from rayweave.cluster.errors import NotFoundError
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Hit, Level
 from rayweave.cluster.vectors.store import ScoredPoint, VectorQuery, VectorStore
+
+if TYPE_CHECKING:
+    from rayweave.graph.store import GraphStore
+
+log = logging.getLogger(__name__)
 
 RECHECK_S = 30.0
 
@@ -58,6 +66,7 @@ class FactSearch:
         self._store: VectorStore | None = None
         self._present = False
         self._checked = -float("inf")
+        self._refreshing = False
         self._lock = threading.Lock()
 
     @classmethod
@@ -68,30 +77,38 @@ class FactSearch:
         from rayweave.cluster.vectors.service import vector_store_for
         from rayweave.graph.facts import facts_collection
 
-        def has_facts() -> bool:
-            from rayweave.graph.store import open_graph_store
-
-            graph = open_graph_store(settings, namespace=collection)
-            try:
-                return graph.has_extractions()
-            finally:
-                graph.close()
-
-        return cls(
+        search = cls(
             lambda: vector_store_for(settings, facts_collection(collection)),
-            has_facts,
+            _ExtractionCheck(settings, collection),
             top_k=settings.graph.fact_top_k,
         )
+        search.refresh()  # at start-up, so the first query already has fact seeds
+        return search
+
+    def refresh(self) -> None:
+        """Ask the graph store whether the namespace has facts, and open the facts store when it
+        does. When the question fails (a stopped graph server), the last answer stands: fact
+        seeds are an extra for the walk, and vector search must never fail or wait for them."""
+        try:
+            present = self._has_facts()
+            if present and self._store is None:
+                self._store = self._open_store()
+            self._present = present
+        except Exception as exc:  # noqa: BLE001 - the last known state stands, logged
+            state = "on" if self._present else "off"
+            log.warning("fact search: could not check for facts (%s); kept %s", exc, state)
+        finally:
+            self._checked = time.monotonic()
+            self._refreshing = False
 
     def _store_if_present(self) -> VectorStore | None:
+        """The facts store per the last check; a due check runs in the background."""
         with self._lock:
-            now = time.monotonic()
-            if now - self._checked >= self.recheck_s:
-                self._checked = now
-                self._present = self._has_facts()
-                if self._present and self._store is None:
-                    self._store = self._open_store()
-            return self._store if self._present else None
+            due = time.monotonic() - self._checked >= self.recheck_s
+            if due and not self._refreshing:
+                self._refreshing = True
+                threading.Thread(target=self.refresh, name="fact-check", daemon=True).start()
+        return self._store if self._present else None
 
     def search(self, vector: np.ndarray) -> list[Hit]:
         store = self._store_if_present()
@@ -101,8 +118,34 @@ class FactSearch:
             points = store.query(VectorQuery(mode="dense", dense=vector, limit=self.top_k))
         except NotFoundError:  # extractions stored, facts not synced yet (mid-ingest)
             return []
+        except Exception as exc:  # noqa: BLE001 - the walk runs without fact seeds, logged
+            log.warning("fact search failed (%s): the walk runs without fact seeds", exc)
+            return []
         return [fact_hit(p) for p in points]
 
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
+        close = getattr(self._has_facts, "close", None)
+        if callable(close):
+            close()
+
+
+class _ExtractionCheck:
+    """Whether the namespace's chunks keep extractions, over one graph client opened on the
+    first check and reused."""
+
+    def __init__(self, settings: Settings, collection: str) -> None:
+        self.settings, self.collection = settings, collection
+        self._graph: GraphStore | None = None
+
+    def __call__(self) -> bool:
+        from rayweave.graph.store import open_graph_store
+
+        if self._graph is None:
+            self._graph = open_graph_store(self.settings, namespace=self.collection)
+        return self._graph.has_extractions()
+
+    def close(self) -> None:
+        if self._graph is not None:
+            self._graph.close()
