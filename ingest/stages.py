@@ -301,12 +301,16 @@ class ExtractFacts:
         units = [(w, i) for w in works if w.active for i in ner_sections(w.chunks)]
         if not units:
             return _batch(works)
-        found, cached = extract_cached(
-            self.extractor,
-            [w.chunks[i].text for w, i in units],
-            identity=self.identity,
-            cache=self.cache,
-        )
+        try:
+            found, cached = extract_cached(
+                self.extractor,
+                [w.chunks[i].text for w, i in units],
+                identity=self.identity,
+                cache=self.cache,
+            )
+        except Exception as exc:  # noqa: BLE001 - an extractor that raises fails its chunks alone
+            failed = Extraction(error=f"extractor raised {type(exc).__name__}: {exc}")
+            found, cached = [failed] * len(units), [False] * len(units)
         for (w, i), extraction, hit in zip(units, found, cached, strict=True):
             w.extractions[w.chunks[i].id] = extraction
             w.extraction.count(extraction, w.chunks[i].id, cached=hit)

@@ -21,6 +21,7 @@ from rayweave.ingest.stages import (
     DocWork,
     EmbedDense,
     EmbedSparse,
+    ExtractFacts,
     _batch,
     enabled_stages,
 )
@@ -273,3 +274,19 @@ def test_images_of_a_batch_embed_together_and_a_bad_one_fails_alone(
         with Image.open(path) as img:
             alone = stage.encoder.encode_images([img.convert("RGB")])[0]
         np.testing.assert_allclose(w.image[1], alone, atol=1e-5)
+
+
+class _RaisingExtractor:
+    """An extractor whose every call raises, as a broken plugin or a crashed parser would."""
+
+    def extract(self, texts: Any) -> Any:
+        raise RuntimeError("parser crashed")
+
+
+def test_an_extractor_that_raises_fails_its_chunks_not_the_batch() -> None:
+    stage = ExtractFacts(_RaisingExtractor, identity=None, cache=None)
+    works = [_work("a", ["Ada Lovelace wrote notes."]), _work("b", ["Babbage designed it."])]
+    out = list(stage(_batch(works))["work"])
+    assert [w.extraction.failed for w in out] == [1, 1]
+    assert out[0].extraction.errors == ["chunk a0: extractor raised RuntimeError: parser crashed"]
+    assert all(w.active for w in out)  # the documents are still written
