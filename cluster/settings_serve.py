@@ -21,8 +21,24 @@ class RetrievalSettings(_Group):
     default_profile: Literal["dense", "sparse", "hybrid", "hybrid+graph", "hybrid+graph+refine"] = (
         Field(default="hybrid+graph", description="Profile when a request names none.")
     )
-    fusion: Literal["rrf", "weighted"] = Field(
-        default="rrf", description="How ranked lists are fused."
+    fusion: Literal["rrf", "weighted", "dbsf"] = Field(
+        default="rrf",
+        description="How ranked lists are fused: 'rrf' by rank (Cormack et al. 2009), 'weighted' "
+        "by min-max-normalised scores, 'dbsf' by scores normalised by mean +- 3 sd (Qdrant's "
+        "distribution-based score fusion).",
+    )
+    document_view: Literal["off", "summary", "section"] = Field(
+        default="summary",
+        description="What every list resolves its hits to before fusion: 'summary' makes a "
+        "document's summary and its only section one candidate; 'section' also folds "
+        "propositions into their section (the passage shown); 'off' fuses chunks as found. A "
+        "request that names a `level` is never resolved.",
+    )
+    view_evidence: Literal["max", "mean"] = Field(
+        default="max",
+        description="How a candidate's levels score within one list: 'max' = its best chunk; "
+        "'mean' = the mean of its summary's and its content's scores (a missing one at the "
+        "list's lowest).",
     )
     rrf_k: int = Field(default=60, ge=0, description="RRF damping constant (Cormack et al. 2009).")
     max_per_document: int = Field(

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Self, TypeAlias
@@ -168,6 +168,25 @@ class Chunk(_Row):
         if heading and not self.text.startswith(heading):
             return f"{heading}\n{self.text}"
         return self.text
+
+
+def view_of(
+    level: Level,
+    chunk_id: str,
+    *,
+    parent_id: str | None,
+    children: Sequence[str] = (),
+    sole: bool = False,
+) -> tuple[str, str, bool]:
+    """What a chunk resolves to before fusion (`serve/views.py`): (its unit in the 'summary'
+    view, its unit in the 'section' view, whether that unit has a summary besides its content).
+    `sole`: a section that is its document's only one; `children`: a summary's sections."""
+    if level is Level.DOCUMENT:
+        unit = children[0] if len(children) == 1 else chunk_id
+        return unit, unit, unit != chunk_id
+    if level is Level.PROPOSITION and parent_id:
+        return chunk_id, parent_id, False
+    return chunk_id, chunk_id, sole
 
 
 Section: TypeAlias = Chunk

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from rayweave.cluster.types import Level
+from rayweave.cluster.types import Level, view_of
 from rayweave.graph.ppr import Transition, Weights
 from rayweave.graph.schema import NodeLabel, RelType
 from rayweave.graph.store import GraphStore
@@ -93,6 +93,7 @@ class GraphProjection:
     )
     _reversed: dict[str, sp.csr_matrix] = field(default_factory=dict)
     _chunks: np.ndarray | None = None
+    _views: dict[str, tuple[str, str, bool]] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -156,6 +157,42 @@ class GraphProjection:
             mask.flags.writeable = False
             self._chunks = mask
         return self._chunks
+
+    def views(self) -> dict[str, tuple[str, str, bool]]:
+        """Chunk id -> its `serve.views.view_of` units, for the chunks that are not plainly
+        their own unit (computed once from the structure edges, not per query)."""
+        if self._views is not None:
+            return self._views
+        children: dict[int, list[int]] = {}
+        parent: dict[int, int] = {}
+        structure = self.relations.get("structure")
+        if structure is not None:
+            coo = structure.tocoo()
+            for s, d in zip(coo.row.tolist(), coo.col.tolist(), strict=True):
+                children.setdefault(s, []).append(d)
+                parent[d] = s
+        ids, level, kinds = self.nodes.ids, self.nodes.level, self.nodes.kinds
+        views: dict[str, tuple[str, str, bool]] = {}
+        for row in np.flatnonzero(kinds == NodeKind.CHUNK).tolist():
+            lvl = LEVELS[int(level[row])]
+            up = parent.get(row)
+            sole = (
+                lvl is Level.SECTION
+                and up is not None
+                and kinds[up] == NodeKind.CHUNK
+                and len(children.get(up, ())) == 1
+            )
+            view = view_of(
+                lvl,
+                ids[row],
+                parent_id=ids[up] if up is not None else None,
+                children=[ids[c] for c in children.get(row, ())],
+                sole=sole,
+            )
+            if view != (ids[row], ids[row], False):
+                views[ids[row]] = view
+        self._views = views
+        return views
 
     def level_of(self, row: int) -> Level:
         return LEVELS[int(self.nodes.level[row])]

@@ -7,19 +7,26 @@ weighted weak lexical list drags dense MRR down by a quarter (shared data README
 give each list its own weight.
 
 Weighted score fusion min-max normalises each list's scores and sums them with weights; it keeps
-score gaps that RRF discards, at the price of trusting each retriever's score scale.
+score gaps that RRF discards, at the price of trusting each retriever's score scale. Distribution-
+based score fusion (DBSF, as Qdrant offers it) normalises each list by its mean +- 3 standard
+deviations instead, so that one outlying score does not squash the rest of its list.
+
+Lists arrive resolved to one unit per passage (`serve/views.py`); fusion merges the evidence
+(which levels and chunks matched) of a unit's hits from every list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from rayweave.cluster.settings import RetrievalSettings
 from rayweave.cluster.types import GraphPath, Hit
+from rayweave.serve.views import MATCHED_IDS, MATCHED_LEVELS, merged_evidence
 
-FusionMethod = Literal["rrf", "weighted"]
+FusionMethod = Literal["rrf", "weighted", "dbsf"]
 
 
 class FusionPlan(Protocol):
@@ -47,7 +54,12 @@ def _rrf_scored(lists: Mapping[str, Sequence[Hit]], weights: Mapping[str, float]
     return deduped, contributions
 
 
-def _weighted_scored(lists: Mapping[str, Sequence[Hit]], weights: Mapping[str, float]) -> Scored:
+def _score_scored(
+    lists: Mapping[str, Sequence[Hit]],
+    weights: Mapping[str, float],
+    limits: Callable[[list[float]], tuple[float, float]],
+) -> Scored:
+    """Each list's scores mapped onto [0, 1] between its `limits`, times its weight."""
     contributions: dict[str, list[float]] = {}
     deduped = {name: _dedup(hits) for name, hits in lists.items()}
     for name, hits in deduped.items():
@@ -55,12 +67,23 @@ def _weighted_scored(lists: Mapping[str, Sequence[Hit]], weights: Mapping[str, f
             contributions[name] = []
             continue
         values = [h.score for h in hits]
-        lo, hi = min(values), max(values)
+        lo, hi = limits(values)
         span = hi - lo
+        w = weights.get(name, 1.0)
         contributions[name] = [
-            weights.get(name, 1.0) * ((v - lo) / span if span > 0 else 1.0) for v in values
+            w * (min(max((v - lo) / span, 0.0), 1.0) if span > 0 else 1.0) for v in values
         ]
     return deduped, contributions
+
+
+def _min_max(values: list[float]) -> tuple[float, float]:
+    return min(values), max(values)
+
+
+def _three_sigma(values: list[float]) -> tuple[float, float]:
+    mean = sum(values) / len(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    return mean - 3 * sd, mean + 3 * sd
 
 
 def _scored(
@@ -72,8 +95,10 @@ def _scored(
     if method == "rrf":
         return _rrf_scored(lists, weights or {}, k)
     if method == "weighted":
-        return _weighted_scored(lists, weights or {})
-    raise ValueError(f"unknown fusion method {method!r}; valid: 'rrf', 'weighted'")
+        return _score_scored(lists, weights or {}, _min_max)
+    if method == "dbsf":
+        return _score_scored(lists, weights or {}, _three_sigma)
+    raise ValueError(f"unknown fusion method {method!r}; valid: 'rrf', 'weighted', 'dbsf'")
 
 
 def _ranking(scored: Scored) -> list[tuple[str, float]]:
@@ -89,20 +114,34 @@ def _ranking(scored: Scored) -> list[tuple[str, float]]:
 def _accumulate(scored: Scored) -> list[Hit]:
     deduped, _ = scored
     first: dict[str, Hit] = {}
+    found: dict[str, list[Hit]] = {}
     retrievers: dict[str, list[str]] = {}
     paths: dict[str, list[GraphPath]] = {}
     for name, hits in deduped.items():
         for hit in hits:
             first.setdefault(hit.id, hit)
+            found.setdefault(hit.id, []).append(hit)
             found_by = retrievers.setdefault(hit.id, [])
             for r in (*hit.retrievers, name):
                 if r not in found_by:
                     found_by.append(r)
             paths.setdefault(hit.id, []).extend(p for p in hit.paths if p not in paths[hit.id])
     return [
-        replace(first[i], score=s, retrievers=tuple(retrievers[i]), paths=tuple(paths[i]))
+        replace(
+            first[i],
+            score=s,
+            retrievers=tuple(retrievers[i]),
+            paths=tuple(paths[i]),
+            metadata=_evidence(first[i], found[i]),
+        )
         for i, s in _ranking(scored)
     ]
+
+
+def _evidence(first: Hit, hits: list[Hit]) -> dict[str, Any]:
+    if len(hits) == 1 or MATCHED_LEVELS not in first.metadata:
+        return first.metadata
+    return {**first.metadata, **merged_evidence(hits)}
 
 
 def reciprocal_rank_fusion(
@@ -116,7 +155,7 @@ def weighted_score_fusion(
     lists: Mapping[str, Sequence[Hit]], *, weights: Mapping[str, float] | None = None
 ) -> list[Hit]:
     """Sum of min-max-normalised scores times weights. A constant list counts 1 per hit."""
-    return _accumulate(_weighted_scored(lists, weights or {}))
+    return _accumulate(_score_scored(lists, weights or {}, _min_max))
 
 
 def fuse(
@@ -308,7 +347,8 @@ def promote_linked(
     if lead <= 0 or limit <= 0 or not links or len(fused) <= lead:
         return list(fused)
     leaders = fused[:lead]
-    leader_ids = {h.id for h in leaders}
+    # A link starts from the chunk that matched (a summary, a proposition), not its unit.
+    leader_ids = {i for h in leaders for i in (h.id, *(h.metadata.get(MATCHED_IDS) or ()))}
     linked: dict[str, GraphPath] = {}
     for hit in links:
         for path in hit.paths:

@@ -35,6 +35,7 @@ from rayweave.models.protocols import EntityExtractor
 from rayweave.serve.conversation import ConversationMessage
 from rayweave.serve.fusion import FACT_WALK, LINKS
 from rayweave.serve.search import RankedLists, RetrievalQuery
+from rayweave.serve.views import with_view
 
 
 class GraphSearch:
@@ -93,7 +94,7 @@ class GraphSearch:
         profile = PROFILES[parse_query_type(query.plan.query_type)]
         request = self._request(query, projection, profile, seeds=False)
         hits = walk(projection, request, self.settings, limit=self.settings.max_results)
-        return {"graph": _marked(hits, "graph")}
+        return {"graph": _marked(hits, "graph", projection)}
 
     async def expand(self, query: RetrievalQuery) -> RankedLists:
         projection = self.projections.current
@@ -109,9 +110,9 @@ class GraphSearch:
         if query.facts and request.entity_share is not None:
             name = FACT_WALK
             hits = with_facts(hits, query.facts, projection)
-        lists = {name: _marked(hits, name)}
+        lists = {name: _marked(hits, name, projection)}
         if links:
-            lists[LINKS] = _marked(links, LINKS)
+            lists[LINKS] = _marked(links, LINKS, projection)
         return lists
 
     async def add_message(self, conversation_id: str, message: ConversationMessage) -> str:
@@ -141,11 +142,18 @@ class GraphSearch:
         return await asyncio.to_thread(self.store.neighbourhood, list(node_ids), depth=depth)
 
 
-def _marked(hits: list[Hit], name: str) -> list[Hit]:
-    """Graph hits name the list they came from, so fusion can weight and report them."""
+def _marked(hits: list[Hit], name: str, projection: GraphProjection) -> list[Hit]:
+    """Graph hits name the list they came from, so fusion can weight and report them, and the
+    unit they resolve to before fusion, as vector hits do (`serve/views.py`)."""
     from dataclasses import replace
 
-    return [replace(h, retrievers=(name,)) for h in hits]
+    views = projection.views()
+    out = []
+    for h in hits:
+        marked = replace(h, retrievers=(name,))
+        view = views.get(h.id)
+        out.append(with_view(marked, view) if view is not None else marked)
+    return out
 
 
 def with_facts(hits: list[Hit], facts: Sequence[Hit], projection: GraphProjection) -> list[Hit]:

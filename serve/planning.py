@@ -89,6 +89,8 @@ def make_plan(
         collapse_duplicates=settings.collapse_duplicates,
         anchor_top=0 if classification.query_type is QueryType.ERROR else settings.anchor_top,
         graph_seeds=settings.graph_seeds,
+        document_view=settings.document_view,
+        view_evidence=settings.view_evidence,
     )
 
 

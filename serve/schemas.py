@@ -93,6 +93,12 @@ class ResultItem(_Model):
         description="Sources of passages identical to this one, folded into it (same text, "
         "another document: a copied file, a second checkout).",
     )
+    matched_levels: list[str] = Field(
+        default_factory=list,
+        description="Levels whose chunks matched this passage (`document` = its document's "
+        "summary, `section`, `proposition`): a document's summary and its only section are one "
+        "result (`serve.retrieval.document_view`).",
+    )
     facts: list[str] = Field(
         default_factory=list,
         description="Extracted facts that led the graph walk here (namespaces ingested with "
@@ -113,6 +119,9 @@ class ResultItem(_Model):
             retrievers=list(hit.retrievers),
             paths=[PathModel.of(p) for p in hit.paths],
             duplicates=list(hit.duplicates),
+            matched_levels=[
+                str(v) for v in hit.metadata.get("matched_levels") or (hit.level.value,)
+            ],
             facts=[str(f) for f in hit.metadata.get("facts") or ()],
         )
 

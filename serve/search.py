@@ -28,6 +28,7 @@ from rayweave.cluster.errors import NotFoundError, VectorStoreError
 from rayweave.cluster.types import Hit
 from rayweave.serve.fusion import cap_per_document, collapse_duplicates, split_per_document
 from rayweave.serve.schemas import ContentScope, Profile, QueryType
+from rayweave.serve.views import MATCHED_LEVELS, DocumentView, Evidence, resolve_views
 
 FACTS = "facts"
 """The vector retriever's list of matching facts: walk seeds, never fused as passages."""
@@ -75,6 +76,8 @@ class RetrievalPlan:
     collapse_duplicates: bool = True
     anchor_top: int = 1
     graph_seeds: int = 8
+    document_view: DocumentView = "off"
+    view_evidence: Evidence = "max"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -221,6 +224,8 @@ class SearchPipeline:
             )
 
         t = time.perf_counter()
+        view: DocumentView = "off" if level and level != "any" else plan.document_view
+        lists = resolve_views(lists, view, plan.view_evidence)
         fused = await self.fuser.fuse(lists, plan)
         timings["fuse"] = _ms(t)
 
@@ -487,11 +492,12 @@ def matches_filters(hit: Hit, filters: Mapping[str, object]) -> bool:
 
 
 def _merge(fused: Hit, current: Hit) -> Hit:
-    """Fused score, retrievers, paths and the facts behind them over the stored payload (text,
-    source, section)."""
+    """Fused score, retrievers, paths, the facts behind them and the levels that matched over the
+    stored payload (text, source, section)."""
     metadata = current.metadata
-    if fused.metadata.get("facts"):
-        metadata = {**metadata, "facts": fused.metadata["facts"]}
+    carried = {k: fused.metadata[k] for k in ("facts", MATCHED_LEVELS) if fused.metadata.get(k)}
+    if carried:
+        metadata = {**metadata, **carried}
     return replace(
         current,
         score=fused.score,

@@ -20,19 +20,20 @@ from typing import Any, Literal
 import numpy as np
 
 from rayweave.cluster.settings import RetrievalSettings, Settings
-from rayweave.cluster.types import Hit, Level, SparseVector
+from rayweave.cluster.types import Hit, Level, SparseVector, view_of
 from rayweave.cluster.vectors.store import ScoredPoint, VectorQuery, VectorStore
 from rayweave.models.protocols import DenseEncoder, SparseEncoder
 from rayweave.serve.batching import MicroBatcher
 from rayweave.serve.fact_search import FactSearch
 from rayweave.serve.fusion import cap_per_document
 from rayweave.serve.search import FACTS, RankedLists, RetrievalQuery
+from rayweave.serve.views import with_view
 
 HIERARCHY_DECAY = 0.5
 # What a search hit carries before hydration: enough to fuse, cap per document and seed the
 # graph; text, title and section are read once, for the page (`SearchPipeline`).
 METADATA_FIELDS = ("parent_id", "position", "content_type", "language", "prev_id", "next_id")
-RANKING_FIELDS = ("doc_id", "level", "source", *METADATA_FIELDS)
+RANKING_FIELDS = ("doc_id", "level", "source", "children_ids", *METADATA_FIELDS)
 # A query's dense vector, and its sparse one when the plan fuses a sparse list.
 Encoded = tuple[np.ndarray, SparseVector | None]
 
@@ -51,6 +52,20 @@ def hit_from_point(point: ScoredPoint, retriever: str) -> Hit:
         retrievers=(retriever,) if retriever else (),
         metadata={k: p.get(k) for k in METADATA_FIELDS if p.get(k) is not None},
     )
+
+
+def ranked_hit(point: ScoredPoint, retriever: str) -> Hit:
+    """A search hit with the unit it resolves to before fusion (`serve/views.py`)."""
+    hit = hit_from_point(point, retriever)
+    p = point.payload
+    view = view_of(
+        hit.level,
+        hit.id,
+        parent_id=p.get("parent_id"),
+        children=p.get("children_ids") or (),
+        sole=p.get("prev_id") is None and p.get("next_id") is None,
+    )
+    return with_view(hit, view)
 
 
 def _filter(query: RetrievalQuery, **extra: object) -> dict[str, Any]:
@@ -165,7 +180,7 @@ class VectorSearch:
         results = self.store.query_batch(requests) if requests else []
         lists: RankedLists = {}
         for name, points in zip(names, results, strict=True):
-            hits = [hit_from_point(p, name) for p in points]
+            hits = [ranked_hit(p, name) for p in points]
             lists[name] = (
                 cap_per_document(hits, max_per_document=1)[: plan.candidates]
                 if self.settings.diversity_factor > 1
@@ -213,7 +228,7 @@ class VectorSearch:
             parent = section_score.get(str(p.payload.get("parent_id")), 0.0)
             scored[p.id] = (p.score + HIERARCHY_DECAY * parent, p)
         ranked = sorted(scored.values(), key=lambda t: -t[0])[: plan.candidates]
-        return [replace(hit_from_point(p, "hierarchical"), score=s) for s, p in ranked]
+        return [replace(ranked_hit(p, "hierarchical"), score=s) for s, p in ranked]
 
     async def hydrate(self, ids: Sequence[str]) -> dict[str, Hit]:
         if not ids:

@@ -6,16 +6,18 @@ then every query runs through the Serve app's code path in-process (`serve/local
 hits map back to corpus ids by their document, in rank order. Nothing here reads the qrels before
 scoring, and no setting depends on the data set.
 
-`ablation=True` runs the profile ladder side by side in one run, plus the BM25-style sparse
-retriever (a second namespace ingested with `models.sparse_kind="bm25"`) and hierarchical vs
-flat search. Differences against the best single retriever are paired per query, with a 95%
-bootstrap interval, so "not worse" means "not worse beyond noise".
+`ablation=True` runs every list alone (dense, sparse, the BM25-style sparse retriever of a second
+namespace ingested with `models.sparse_kind="bm25"`, and the graph's lists), then the profile
+ladder and hierarchical vs flat search, side by side in one run. Differences of the default
+against the best single list are paired per query, with a 95% bootstrap interval, so "not
+worse" means "not worse beyond noise".
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import random
 import re
@@ -48,7 +50,8 @@ REPORTED: tuple[tuple[str, int], ...] = (
     ("all_relevant", 5),
     ("precision", 10),
 )
-SINGLE = ("dense", "sparse", "bm25")
+SINGLE = ("dense", "sparse", "bm25", "graph")
+GRAPH_LISTS = ("graph", "graph-expand", "graph-facts")
 CHUNK_DEPTH = 100  # chunk hits fetched per query; enough for 20 distinct documents
 
 
@@ -60,6 +63,8 @@ class Variant:
     profile: Profile
     hierarchical: bool | None = None
     bm25: bool = False
+    # Only these lists are fused (the others still run: graph expansion needs vector seeds).
+    only: tuple[str, ...] = ()
 
 
 def variants(profiles: Sequence[str], *, ablation: bool, default_profile: str) -> list[Variant]:
@@ -68,6 +73,7 @@ def variants(profiles: Sequence[str], *, ablation: bool, default_profile: str) -
             Variant(name="bm25", profile=Profile.SPARSE, bm25=True),
             Variant(name="sparse", profile=Profile.SPARSE),
             Variant(name="dense", profile=Profile.DENSE),
+            Variant(name="graph", profile=Profile.GRAPH, only=GRAPH_LISTS),
             Variant(name="hybrid", profile=Profile.HYBRID),
             Variant(name="hybrid+graph", profile=Profile.GRAPH),
             Variant(name="hybrid+graph+refine", profile=Profile.FULL),
@@ -136,6 +142,30 @@ def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-")[:40] or "dataset"
 
 
+class OnlyLists:
+    """A fuser that fuses only some of the lists: one list's ranking through the whole pipeline
+    (hydration, folding, the per-document cap), as the ablation's "alone" rows need."""
+
+    def __init__(self, fuser: Any, names: Sequence[str]) -> None:
+        self.fuser = fuser
+        self.names = frozenset(names)
+
+    async def fuse(self, lists: Mapping[str, list[Any]], plan: Any) -> list[Any]:
+        return list(await self.fuser.fuse(_only(lists, self.names), plan))
+
+
+def _only(lists: Mapping[str, list[Any]], names: frozenset[str]) -> dict[str, list[Any]]:
+    return {name: hits for name, hits in lists.items() if name in names}
+
+
+def _pipeline_for(search: Any, variant: Variant) -> Any:
+    if not variant.only:
+        return search.pipeline
+    pipeline = copy.copy(search.pipeline)
+    pipeline.fuser = OnlyLists(search.pipeline.fuser, variant.only)
+    return pipeline
+
+
 async def _rank_all(
     search: Any,
     dataset: BeirDataset,
@@ -146,11 +176,12 @@ async def _rank_all(
 ) -> tuple[dict[str, list[str]], int]:
     semaphore = asyncio.Semaphore(concurrency)
     degraded = 0
+    pipeline = _pipeline_for(search, variant)
 
     async def one(qid: str, text: str) -> tuple[str, list[str]]:
         nonlocal degraded
         async with semaphore:
-            outcome = await search.pipeline.search(
+            outcome = await pipeline.search(
                 text, top_k=CHUNK_DEPTH, profile=variant.profile, hierarchical=variant.hierarchical
             )
         degraded += bool(outcome.degraded)

@@ -54,6 +54,34 @@ class TestBuilder:
         assert p.transition({"mentions": (1.0, 1.0)}) is not first
         assert describe(p)["bytes"] > 0
 
+    def test_views_name_the_unit_each_chunk_resolves_to_before_fusion(self) -> None:
+        b = ProjectionBuilder()
+        for key, level, doc in (
+            ("sA", Level.DOCUMENT, "A"),
+            ("cA", Level.SECTION, "A"),
+            ("pA", Level.PROPOSITION, "A"),
+            ("sB", Level.DOCUMENT, "B"),
+            ("cB1", Level.SECTION, "B"),
+            ("cB2", Level.SECTION, "B"),
+        ):
+            b.add_chunk(f"k:{key}", key, doc, level)
+        b.add_document("k:C", "C")  # no summary chunk: its section has no summary view
+        b.add_chunk("k:cC", "cC", "C", Level.SECTION)
+        for parent, child in (
+            ("sA", "cA"),
+            ("cA", "pA"),
+            ("sB", "cB1"),
+            ("sB", "cB2"),
+            ("C", "cC"),
+        ):
+            assert b.add_edge("structure", f"k:{parent}", f"k:{child}", 1.0)
+        views = b.build().views()
+        assert views == {
+            "sA": ("cA", "cA", True),
+            "cA": ("cA", "cA", True),
+            "pA": ("pA", "cA", False),
+        }
+
     def test_a_document_without_summary_is_its_opening_chunk(self) -> None:
         b = ProjectionBuilder()
         b.add_chunk("k:s0", "s0", "doc", Level.SECTION)

@@ -78,7 +78,7 @@ class TestWeightedScoreFusion:
         assert weighted_score_fusion({"a": [h("x", 3), h("y", 3)]})[0].score == pytest.approx(1.0)
 
     def test_unknown_method_names_the_valid_ones(self) -> None:
-        with pytest.raises(ValueError, match="'rrf', 'weighted'"):
+        with pytest.raises(ValueError, match="'rrf', 'weighted', 'dbsf'"):
             fuse({}, method="borda")  # type: ignore[arg-type]
 
 
@@ -331,3 +331,21 @@ def test_auto_fact_ranking_walks_only_on_model_made_facts(
     mode: Literal["auto", "walk", "fused"], extractor: str | None, expected: str
 ) -> None:
     assert fact_ranking_for(mode, extractor) == expected
+
+
+class TestDistributionBasedScoreFusion:
+    def test_each_list_maps_mean_plus_minus_three_sd_onto_0_1(self) -> None:
+        fused = fuse({"a": [h("x", 3), h("y", 2), h("z", 1)], "b": [h("z", 5)]}, method="dbsf")
+        scores = {f.id: f.score for f in fused}
+        sd = (2 / 3) ** 0.5
+        assert scores["y"] == pytest.approx(0.5)  # the mean sits in the middle
+        assert scores["x"] == pytest.approx((3 - (2 - 3 * sd)) / (6 * sd))
+        assert scores["z"] == pytest.approx((1 - (2 - 3 * sd)) / (6 * sd) + 1.0)
+        assert [f.id for f in fused] == ["z", "x", "y"]
+
+    def test_scores_beyond_three_sd_are_clamped(self) -> None:
+        hits = [h("out", 1000.0), *(h(f"h{i}", 1.0) for i in range(20))]
+        assert fuse({"a": hits}, method="dbsf")[0].score == pytest.approx(1.0)
+
+    def test_a_constant_list_counts_one_per_hit(self) -> None:
+        assert fuse({"a": [h("x", 2), h("y", 2)]}, method="dbsf")[1].score == pytest.approx(1.0)

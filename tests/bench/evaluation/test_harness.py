@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from pathlib import Path
@@ -12,6 +13,8 @@ from rich.console import Console
 from rayweave.bench.evaluation.beir import BeirDataset
 from rayweave.bench.evaluation.harness import (
     EVAL_DEADLINE_MS,
+    GRAPH_LISTS,
+    OnlyLists,
     _with_sparse_bm25,
     _without_deadline,
     document_ranking,
@@ -23,8 +26,11 @@ from rayweave.bench.evaluation.harness import (
     variants,
 )
 from rayweave.cluster.beir import BeirDocument
-from rayweave.cluster.settings import Settings
-from rayweave.serve.schemas import Profile
+from rayweave.cluster.settings import RetrievalSettings, Settings
+from rayweave.cluster.types import Hit
+from rayweave.serve.fusion import FusionRanker
+from rayweave.serve.schemas import ContentScope, Profile, QueryType
+from rayweave.serve.search import RetrievalPlan
 
 
 def test_chunk_hits_map_to_documents_at_their_best_rank() -> None:
@@ -50,8 +56,10 @@ def test_paired_difference_is_deterministic_and_brackets_the_mean() -> None:
 
 def test_variants_ablation_ladder_and_explicit_profiles() -> None:
     ladder = variants([], ablation=True, default_profile="hybrid+graph")
-    assert [v.name for v in ladder][:5] == ["bm25", "sparse", "dense", "hybrid", "hybrid+graph"]
+    names = [v.name for v in ladder]
+    assert names[:6] == ["bm25", "sparse", "dense", "graph", "hybrid", "hybrid+graph"]
     assert ladder[0].bm25
+    assert ladder[3].only == GRAPH_LISTS
     assert ladder[-1].hierarchical is True
     assert [v.profile for v in variants(["dense"], ablation=False, default_profile="hybrid")] == [
         Profile.DENSE
@@ -59,6 +67,18 @@ def test_variants_ablation_ladder_and_explicit_profiles() -> None:
     assert variants([], ablation=False, default_profile="hybrid")[0].profile is Profile.HYBRID
     with pytest.raises(ValueError, match="nope"):
         variants(["nope"], ablation=False, default_profile="hybrid")
+
+
+def test_a_list_alone_is_that_list_through_the_whole_fusion() -> None:
+    plan = RetrievalPlan(
+        profile=Profile.GRAPH, query_type=QueryType.GENERAL, scope=ContentScope.DOCS
+    )
+    lists = {
+        "dense": [Hit(id="d", doc_id="D", text="", score=1.0)],
+        "graph": [Hit(id="g", doc_id="G", text="", score=0.5)],
+    }
+    alone = OnlyLists(FusionRanker(RetrievalSettings()), GRAPH_LISTS)
+    assert [h.id for h in asyncio.run(alone.fuse(lists, plan))] == ["g"]
 
 
 def test_slug_and_settings_overrides_leave_the_original_alone() -> None:

@@ -1,0 +1,112 @@
+"""One document view before fusion: every list resolves its hits to the passage a user is shown.
+
+Flat search ranks every level of a document, so without this a document that is one section
+competes with its own summary chunk (for code: name, signature, first docstring line), and a
+section with its propositions: one passage, several candidates, and fusion counts each one's
+votes apart (docs/experiments/2026-11-26-summary-levels.md measured the cost). Resolved, a
+document's summary and its only section are one candidate with two pieces of evidence.
+
+The unit (`cluster.types.view_of`, which retrievers attach to their hits with `with_view`):
+- a section is its own unit;
+- a proposition resolves to its section in the 'section' view (small to big: the passage shown
+  holds the sentence that matched), and stays itself in the 'summary' view;
+- a document's summary resolves to its section when the document has exactly one; a summary of a
+  document with several sections stays a unit of its own (it finds the document, whose sections
+  are offered beside it).
+
+Within one list, a unit's score combines its views (`Evidence`):
+- 'max': the best-scoring view stands for the unit (a document scored by its best chunk);
+- 'mean': the unit's summary view and content view (its section, or the best of the section and
+  its propositions) are averaged, a view the list did not return counting as the list's lowest
+  score. A summary is a short, derived restatement of its content, so it is not independent
+  evidence: a name that resembles the question must not carry a body that does not, and a body
+  that matches keeps its place when its summary is generic. Agreement of the two views lifts a
+  unit; either alone weighs half.
+
+The matched levels and chunk ids travel as evidence in `Hit.metadata` (`MATCHED_LEVELS`,
+`MATCHED_IDS`): the response names the levels, and the graph's bridge links still find the leader
+whose summary or proposition they start from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Literal
+
+from rayweave.cluster.types import Hit, Level
+
+DocumentView = Literal["off", "summary", "section"]
+Evidence = Literal["max", "mean"]
+
+VIEW_ID = "view_id"
+"""Hit metadata a retriever sets when the hit's unit is another chunk (`view_of`)."""
+MATCHED_LEVELS = "matched_levels"
+MATCHED_IDS = "matched_ids"
+
+
+def with_view(hit: Hit, view: tuple[str, str, bool]) -> Hit:
+    """`hit` carrying its `view_of`, unless it is its own unit in every view with no summary."""
+    if view == (hit.id, hit.id, False):
+        return hit
+    return replace(hit, metadata={**hit.metadata, VIEW_ID: view})
+
+
+def unit_of(hit: Hit, view: DocumentView) -> str:
+    units = hit.metadata.get(VIEW_ID)
+    if view == "off" or not units:
+        return hit.id
+    return str(units[0] if view == "summary" else units[1])
+
+
+def _summarised(hit: Hit) -> bool:
+    units = hit.metadata.get(VIEW_ID)
+    return bool(units and units[2])
+
+
+def resolve_list(hits: Sequence[Hit], view: DocumentView, evidence: Evidence) -> list[Hit]:
+    """One list's hits as units, best first, each with the levels and chunks that matched."""
+    if view == "off" or not hits:
+        return list(hits)
+    groups: dict[str, list[Hit]] = {}
+    for h in hits:
+        groups.setdefault(unit_of(h, view), []).append(h)
+    floor = min(h.score for h in hits)
+    units = [_unit(unit, members, evidence, floor) for unit, members in groups.items()]
+    if evidence == "mean":
+        units.sort(key=lambda h: -h.score)  # stable: ties keep the list's order
+    return units
+
+
+def resolve_views(
+    lists: Mapping[str, Sequence[Hit]], view: DocumentView, evidence: Evidence
+) -> dict[str, list[Hit]]:
+    """`resolve_list` over every list, so that fusion counts one vote per unit and list."""
+    return {name: resolve_list(hits, view, evidence) for name, hits in lists.items()}
+
+
+def _unit(unit: str, members: list[Hit], evidence: Evidence, floor: float) -> Hit:
+    best = members[0]  # lists arrive best first
+    levels = list(dict.fromkeys(m.level.value for m in members))
+    ids = list(dict.fromkeys(m.id for m in members))
+    score = best.score
+    if evidence == "mean" and any(_summarised(m) for m in members):
+        summary = [m.score for m in members if m.level is Level.DOCUMENT]
+        content = [m.score for m in members if m.level is not Level.DOCUMENT]
+        score = (max(summary, default=floor) + max(content, default=floor)) / 2
+    metadata = {k: v for k, v in best.metadata.items() if k != VIEW_ID}
+    metadata[MATCHED_LEVELS] = levels
+    metadata[MATCHED_IDS] = ids
+    # A summary or a proposition that resolved to another chunk resolved to a section.
+    level = best.level if best.id == unit else Level.SECTION
+    return replace(best, id=unit, score=score, level=level, metadata=metadata)
+
+
+def merged_evidence(hits: Sequence[Hit]) -> dict[str, list[str]]:
+    """The matched levels and ids of one unit's hits from several lists, in first-seen order."""
+    levels: dict[str, None] = {}
+    ids: dict[str, None] = {}
+    for h in hits:
+        levels.update(dict.fromkeys(h.metadata.get(MATCHED_LEVELS) or (h.level.value,)))
+        ids.update(dict.fromkeys(h.metadata.get(MATCHED_IDS) or (h.id,)))
+    return {MATCHED_LEVELS: list(levels), MATCHED_IDS: list(ids)}
