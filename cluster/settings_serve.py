@@ -34,11 +34,12 @@ class RetrievalSettings(_Group):
         "propositions into their section (the passage shown); 'off' fuses chunks as found. A "
         "request that names a `level` is never resolved.",
     )
-    view_evidence: Literal["max", "mean"] = Field(
+    view_evidence: Literal["max", "mean", "content"] = Field(
         default="max",
         description="How a candidate's levels score within one list: 'max' = its best chunk; "
         "'mean' = the mean of its summary's and its content's scores (a missing one at the "
-        "list's lowest).",
+        "list's lowest); 'content' = its content's score, its summary's only when the list "
+        "holds no content of it.",
     )
     rrf_k: int = Field(default=60, ge=0, description="RRF damping constant (Cormack et al. 2009).")
     max_per_document: int = Field(
@@ -135,6 +136,14 @@ class ServeSettings(_Group):
     app_name: str = Field(default="rayweave", description="Serve application name.")
     route_prefix: str = Field(default="/", description="Ingress route prefix.")
     deadline_ms: int = Field(default=2000, ge=10, description="Per-request retrieval deadline.")
+    request_timeout_s: float | None = Field(
+        default=10.0,
+        gt=0,
+        description="Serve's HTTP request timeout (`http_options.request_timeout_s`): a request "
+        "held past it (a replica on a node that just died) is answered 408, which a client "
+        "retries (search is idempotent); None waits forever. Well above `deadline_ms` plus the "
+        "page read's retry and node-death detection (`ray.health_check_*`, about 1.5 s).",
+    )
     read_floor_ms: int = Field(
         default=500,
         ge=1,

@@ -189,7 +189,11 @@ def serve_config(settings: Settings) -> dict[str, Any]:
     path = settings.serve.serve_config or DEFAULT_SERVE_CONFIG
     config: dict[str, Any] = yaml.safe_load(path.read_text())
     config.setdefault("http_options", {}).update(
-        {"host": settings.serve.host, "port": settings.serve.port}
+        {
+            "host": settings.serve.host,
+            "port": settings.serve.port,
+            "request_timeout_s": settings.serve.request_timeout_s,
+        }
     )
     # Decided once, here, and handed to `build_app` in `args`: the deployments the config keeps
     # must be the ones the app binds.

@@ -22,6 +22,8 @@ Within one list, a unit's score combines its views (`Evidence`):
   evidence: a name that resembles the question must not carry a body that does not, and a body
   that matches keeps its place when its summary is generic. Agreement of the two views lifts a
   unit; either alone weighs half.
+- 'content': the unit's content ranks it whenever the list holds it, its summary only when the
+  list holds nothing else of it.
 
 The matched levels and chunk ids travel as evidence in `Hit.metadata` (`MATCHED_LEVELS`,
 `MATCHED_IDS`): the response names the levels, and the graph's bridge links still find the leader
@@ -37,7 +39,7 @@ from typing import Literal
 from rayweave.cluster.types import Hit, Level
 
 DocumentView = Literal["off", "summary", "section"]
-Evidence = Literal["max", "mean"]
+Evidence = Literal["max", "mean", "content"]
 
 VIEW_ID = "view_id"
 """Hit metadata a retriever sets when the hit's unit is another chunk (`view_of`)."""
@@ -73,7 +75,7 @@ def resolve_list(hits: Sequence[Hit], view: DocumentView, evidence: Evidence) ->
         groups.setdefault(unit_of(h, view), []).append(h)
     floor = min(h.score for h in hits)
     units = [_unit(unit, members, evidence, floor) for unit, members in groups.items()]
-    if evidence == "mean":
+    if evidence != "max":
         units.sort(key=lambda h: -h.score)  # stable: ties keep the list's order
     return units
 
@@ -90,10 +92,13 @@ def _unit(unit: str, members: list[Hit], evidence: Evidence, floor: float) -> Hi
     levels = list(dict.fromkeys(m.level.value for m in members))
     ids = list(dict.fromkeys(m.id for m in members))
     score = best.score
-    if evidence == "mean" and any(_summarised(m) for m in members):
+    if evidence != "max" and any(_summarised(m) for m in members):
         summary = [m.score for m in members if m.level is Level.DOCUMENT]
         content = [m.score for m in members if m.level is not Level.DOCUMENT]
-        score = (max(summary, default=floor) + max(content, default=floor)) / 2
+        if evidence == "mean":
+            score = (max(summary, default=floor) + max(content, default=floor)) / 2
+        elif content:
+            score = max(content)
     metadata = {k: v for k, v in best.metadata.items() if k != VIEW_ID}
     metadata[MATCHED_LEVELS] = levels
     metadata[MATCHED_IDS] = ids

@@ -62,7 +62,26 @@ def ray_environment(settings: Settings) -> dict[str, str]:
     (Serve's controller, proxies and replicas included)."""
     # Explicit either way: once ~/.ray/auth_token exists, Ray turns token mode on by itself.
     mode = "token" if settings.ray.auth == "token" else "disabled"
-    return {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": mode}
+    env = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": mode}
+    hosts = {
+        "RAY_GRAFANA_HOST": settings.ray.grafana_host,
+        "RAY_GRAFANA_IFRAME_HOST": settings.ray.grafana_iframe_host,
+        "RAY_PROMETHEUS_HOST": settings.ray.prometheus_host,
+    }
+    env.update({k: v for k, v in hosts.items() if v})
+    return env
+
+
+def head_system_config(settings: Settings) -> dict[str, int]:
+    """The GCS's node-death detection (`ray start --head --system-config`): a crashed raylet
+    refuses the check and is dead in period x threshold; a slow one is given timeout x threshold."""
+    ray_cfg = settings.ray
+    return {
+        "health_check_initial_delay_ms": ray_cfg.health_check_period_ms,
+        "health_check_period_ms": ray_cfg.health_check_period_ms,
+        "health_check_failure_threshold": ray_cfg.health_check_failure_threshold,
+        "health_check_timeout_ms": ray_cfg.health_check_timeout_ms,
+    }
 
 
 def apply_ray_environment(settings: Settings) -> None:
@@ -141,6 +160,7 @@ def start_head(settings: Settings) -> HeadInfo:
         # second head on this machine lose its job agent ("No available agent to submit job").
         f"--dashboard-agent-listen-port={free_port()}",
         f"--ray-client-server-port={free_port()}",
+        f"--system-config={json.dumps(head_system_config(settings))}",
     ]
     if ray_cfg.metrics_export_port is not None:
         cmd.append(f"--metrics-export-port={ray_cfg.metrics_export_port}")
@@ -205,7 +225,7 @@ def metrics_urls() -> list[str]:
     ]
 
 
-def _own_pids(temp_dir: Path) -> set[int]:
+def own_pids(temp_dir: Path) -> set[int]:
     """Pids of processes whose command line names `temp_dir`, plus all their descendants."""
     marker = str(temp_dir)
     roots: set[int] = set()
@@ -302,7 +322,7 @@ def stop_processes(temp_dir: Path, *, grace_s: float = 10.0, hard: bool = False)
     joined node's) and their descendants; never anything else (`ray stop` would end every Ray
     process on the machine). `hard` sends SIGKILL at once: a node that dies, as in a crash.
     Returns how many were signalled."""
-    pids = _own_pids(temp_dir)
+    pids = own_pids(temp_dir)
     steps = ((signal.SIGKILL, 5.0),) if hard else ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0))
     for sig, wait in steps:
         alive = {pid for pid in pids if _signal(pid, sig)}

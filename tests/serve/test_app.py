@@ -41,6 +41,17 @@ def test_auto_layout_is_fused_on_one_cpu_node_and_composed_with_gpus_or_nodes() 
     assert resolve_layout(_with_layout("fused"), config=gpu, nodes=4) == "fused"
 
 
+def test_serve_config_carries_the_http_settings() -> None:
+    from rayweave.serve.app import serve_config
+
+    settings = Settings(serve={"port": 8123, "request_timeout_s": 7.5})
+    assert serve_config(settings)["http_options"] == {
+        "host": "127.0.0.1",
+        "port": 8123,
+        "request_timeout_s": 7.5,
+    }
+
+
 def test_serve_config_keeps_the_deployments_of_the_chosen_layout_and_tells_the_builder() -> None:
     from rayweave.serve.app import DEFAULT_SERVE_CONFIG, AppArgs, serve_config
 
