@@ -682,6 +682,16 @@ class TestSettings:
             == 0
         )
 
+    def test_gpu_prod_dashboard_embeds_grafana_and_queries_prometheus(
+        self, rendered: dict[str, list[dict[str, Any]]]
+    ) -> None:
+        service = _one(rendered["overlays/gpu-prod"], "RayService", "rayweave")
+        head = service["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]
+        env = {e["name"]: e["value"] for e in head["containers"][0]["env"]}
+        assert env["RAY_GRAFANA_HOST"].startswith("http://")
+        assert env["RAY_PROMETHEUS_HOST"].startswith("http://")
+        assert "RAY_GRAFANA_IFRAME_HOST" in env
+
     def test_neo4j_database_is_rayweaves(self, rendered: dict[str, list[dict[str, Any]]]) -> None:
         """Community edition has one database: it must carry the name rayweave connects to."""
         neo4j = _one(rendered["overlays/cpu-dev"], "StatefulSet", "neo4j")
