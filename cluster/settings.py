@@ -619,6 +619,12 @@ class Settings(BaseSettings):
         "(`cluster/logging_setup.py`). WARNING keeps the CLI's output to its own lines; INFO "
         "adds model loads and store choices.",
     )
+    log_encoding: Literal["JSON", "TEXT"] = Field(
+        default="JSON",
+        description="Encoding of the lines that machines read: the Serve replicas' (Serve's "
+        "`logging_config`: JSON lines carry the request id, deployment and replica) and the "
+        "ingest job's (JSON lines carry the Ray job id). The CLI's own output stays text.",
+    )
     ray: RaySettings = Field(default_factory=RaySettings)
     qdrant: QdrantSettings = Field(default_factory=QdrantSettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)

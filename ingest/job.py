@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(stderr=True, force_terminal=False)
     try:
         settings = load_settings(args.config)
-        configure_logging(settings.log_level)
+        configure_logging(settings.log_level, encoding=settings.log_encoding)
         from rayweave.cluster.services.runtime import apply_ray_environment
 
         apply_ray_environment(settings)

@@ -115,10 +115,12 @@ def _bind(deployment: object, *args: Any, **kwargs: Any) -> Application:
 
 def _checked(deployment: object, settings: Settings) -> Deployment:
     """`deployment` with the health check period and timeout of `settings` (Serve calls each
-    replica's `check_health` that often; a Serve config entry that sets them wins)."""
+    replica's `check_health` that often) and its logging (level and encoding; the replica's
+    rayweave records join Serve's, `join_serve_logs`). A Serve config entry that sets them wins."""
     return cast(Deployment, deployment).options(
         health_check_period_s=settings.serve.health_check_period_s,
         health_check_timeout_s=settings.serve.health_check_timeout_s,
+        logging_config={"encoding": settings.log_encoding, "log_level": settings.log_level},
     )
 
 
@@ -279,22 +281,29 @@ def deploy(settings: Settings, *, console: Console | None = None, timeout_s: flo
     url = f"http://{settings.serve.host}:{settings.serve.port}"
     with console.status(f"deploying {settings.serve.app_name} (loading models on each replica)"):
         # The same two calls as Ray's own `serve run config.yaml`.
-        from ray.serve._private import api as serve_private
-
-        client = serve_private.serve_start(
-            http_options=config.http_options.model_dump(), proxy_location=config.proxy_location
-        )
-        drift = proxy_drift(client.get_serve_details(), config)
-        if drift:
-            raise ServiceError(
-                f"Serve already runs in this cluster with other proxy settings ({'; '.join(drift)})"
-                ": Ray applies them only when Serve starts, so this config's would be ignored. "
-                "Stop Serve first (`serve shutdown -y` ends every Serve app in the cluster; "
-                "`rayweave stop` ends rayweave's whole stack), then deploy again."
-            )
+        client = start_serve(config)
         client.deploy_apps(config, _blocking=False)
         _wait_running(settings.serve.app_name, timeout_s)
     return url
+
+
+def start_serve(config: ServeDeploySchema) -> Any:
+    """Serve's controller and proxies with `config`'s HTTP options (a running instance is kept
+    when its proxies match, refused when they do not); returns the Serve client."""
+    from ray.serve._private import api as serve_private
+
+    client = serve_private.serve_start(
+        http_options=config.http_options.model_dump(), proxy_location=config.proxy_location
+    )
+    drift = proxy_drift(client.get_serve_details(), config)
+    if drift:
+        raise ServiceError(
+            f"Serve already runs in this cluster with other proxy settings ({'; '.join(drift)})"
+            ": Ray applies them only when Serve starts, so this config's would be ignored. "
+            "Stop Serve first (`serve shutdown -y` ends every Serve app in the cluster; "
+            "`rayweave stop` ends rayweave's whole stack), then deploy again."
+        )
+    return client
 
 
 def collection_points(settings: Settings) -> int:

@@ -19,6 +19,7 @@ from typing import Any
 
 from ray import serve
 
+from rayweave.cluster.logging_setup import join_serve_logs
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Hit
 from rayweave.serve.conversation import ConversationMessage
@@ -53,6 +54,7 @@ class QueryClassifierDeployment:
 )
 class VectorRetrieverDeployment:
     def __init__(self, settings: Settings) -> None:
+        join_serve_logs(settings.log_level)
         from rayweave.serve.vector_retriever import VectorSearch
 
         self.impl: VectorSearch = VectorSearch.from_settings(settings, shared=True)
@@ -89,6 +91,7 @@ class VectorRetrieverDeployment:
 )
 class GraphRetrieverDeployment:
     def __init__(self, settings: Settings) -> None:
+        join_serve_logs(settings.log_level)
         from rayweave.serve.graph_retriever import GraphSearch
 
         self.impl: GraphSearch = GraphSearch.from_settings(settings)
@@ -124,6 +127,7 @@ class GraphRetrieverDeployment:
 @serve.deployment(name="WebRetriever", ray_actor_options=_SMALL, max_ongoing_requests=64)
 class WebRetrieverDeployment:
     def __init__(self, settings: Settings) -> None:
+        join_serve_logs(settings.log_level)
         from rayweave.serve.web_retriever import WebSearch
 
         retrieval = settings.serve.retrieval
@@ -141,6 +145,7 @@ class WebRetrieverDeployment:
 @serve.deployment(name="FusionRanker", ray_actor_options=_SMALL, max_ongoing_requests=64)
 class FusionRankerDeployment:
     def __init__(self, settings: Settings) -> None:
+        join_serve_logs(settings.log_level)
         from rayweave.serve.fusion import FusionRanker
 
         self.impl: Fuser = FusionRanker(
@@ -155,6 +160,7 @@ class FusionRankerDeployment:
 @serve.deployment(name="Refiner", ray_actor_options={"num_cpus": 0.1}, max_ongoing_requests=16)
 class RefinerDeployment:
     def __init__(self, settings: Settings) -> None:
+        join_serve_logs(settings.log_level)
         from rayweave.serve.refine import build_refiner
 
         self.impl: Refiner = build_refiner(settings)

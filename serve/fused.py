@@ -18,6 +18,7 @@ from typing import Any
 
 from ray import serve
 
+from rayweave.cluster.logging_setup import join_serve_logs
 from rayweave.cluster.settings import Settings
 from rayweave.serve.health import Health, graph_dependency, refiner_dependencies, vector_dependency
 from rayweave.serve.local import LocalSearch
@@ -27,6 +28,7 @@ from rayweave.serve.local import LocalSearch
 @serve.ingress()
 class FusedIngressDeployment:
     def __init__(self, settings: Settings) -> None:
+        join_serve_logs(settings.log_level)
         self.settings = settings
         from rayweave.cluster.services.telemetry import count_retriever_failure
 

@@ -15,6 +15,7 @@ from typing import Any
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
+from rayweave.cluster.logging_setup import join_serve_logs
 from rayweave.cluster.services.telemetry import count_retriever_failure
 from rayweave.cluster.settings import Settings
 from rayweave.serve.handle_proxy import HandleProxy
@@ -37,6 +38,7 @@ class IngressDeployment:
         web: DeploymentHandle[Any] | None = None,
         refiner: DeploymentHandle[Any] | None = None,
     ) -> None:
+        join_serve_logs(settings.log_level)
         from rayweave.serve.classifier import RuleClassifier
         from rayweave.serve.fusion import FusionRanker
 
