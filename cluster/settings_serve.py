@@ -136,6 +136,25 @@ class ServeSettings(_Group):
     app_name: str = Field(default="rayweave", description="Serve application name.")
     route_prefix: str = Field(default="/", description="Ingress route prefix.")
     deadline_ms: int = Field(default=2000, ge=10, description="Per-request retrieval deadline.")
+    tracing: Literal["off", "file", "otlp"] = Field(
+        default="off",
+        description="Serve's tracing (`tracing_config`): spans per request and per search stage "
+        "(classify, encode, each retriever, fuse, page read, refine). 'file' writes JSON spans "
+        "under the Ray session's logs/serve/spans/; 'otlp' sends them over OTLP/HTTP to "
+        "`tracing_endpoint`. Serve applies it to proxies when Serve starts.",
+    )
+    tracing_endpoint: str | None = Field(
+        default=None,
+        description="OTLP/HTTP traces endpoint for tracing='otlp' (e.g. "
+        "http://otel-collector:4318/v1/traces); the embedded head hands it to every worker as "
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT.",
+    )
+    tracing_sampling_ratio: float = Field(
+        default=0.01,
+        ge=0.0,
+        le=1.0,
+        description="Share of requests traced (a traced request's stages are all traced).",
+    )
     request_timeout_s: float | None = Field(
         default=10.0,
         gt=0,

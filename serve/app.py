@@ -29,6 +29,8 @@ from rayweave.cluster.settings import Settings, load_settings
 log = logging.getLogger(__name__)
 
 DEFAULT_SERVE_CONFIG = Path(__file__).parent / "config.yaml"
+# Serve's exporter hook per `serve.tracing`: "" is Serve's own file exporter.
+TRACING_EXPORTERS = {"file": "", "otlp": "rayweave.serve.tracing:otlp_span_processors"}
 
 
 class AppArgs(BaseModel):
@@ -197,6 +199,13 @@ def serve_config(settings: Settings) -> dict[str, Any]:
             "request_timeout_s": settings.serve.request_timeout_s,
         }
     )
+    tracing = settings.serve.tracing
+    if tracing != "off":
+        config["tracing_config"] = {
+            "enabled": True,
+            "exporter_import_path": TRACING_EXPORTERS[tracing],
+            "sampling_ratio": settings.serve.tracing_sampling_ratio,
+        }
     # Decided once, here, and handed to `build_app` in `args`: the deployments the config keeps
     # must be the ones the app binds.
     layout = resolve_layout(settings, config=config)
@@ -293,7 +302,9 @@ def start_serve(config: ServeDeploySchema) -> Any:
     from ray.serve._private import api as serve_private
 
     client = serve_private.serve_start(
-        http_options=config.http_options.model_dump(), proxy_location=config.proxy_location
+        http_options=config.http_options.model_dump(),
+        proxy_location=config.proxy_location,
+        global_tracing_config=config.tracing_config,
     )
     drift = proxy_drift(client.get_serve_details(), config)
     if drift:

@@ -28,6 +28,7 @@ from rayweave.cluster.errors import NotFoundError, VectorStoreError
 from rayweave.cluster.types import Hit
 from rayweave.serve.fusion import cap_per_document, collapse_duplicates, split_per_document
 from rayweave.serve.schemas import ContentScope, Profile, QueryType
+from rayweave.serve.tracing import stage
 from rayweave.serve.views import MATCHED_LEVELS, DocumentView, Evidence, resolve_views
 
 FACTS = "facts"
@@ -182,7 +183,8 @@ class SearchPipeline:
         timings: dict[str, float] = {}
         degraded: list[str] = []
 
-        classification = await self.classifier.classify(text)
+        with stage("classify"):
+            classification = await self.classifier.classify(text)
         if query_type is not None:
             classification = replace(classification, query_type=query_type)
         plan = self.planner(classification, profile=profile, top_k=top_k, hierarchical=hierarchical)
@@ -225,29 +227,15 @@ class SearchPipeline:
 
         t = time.perf_counter()
         view: DocumentView = "off" if level and level != "any" else plan.document_view
-        lists = resolve_views(lists, view, plan.view_evidence)
-        fused = await self.fuser.fuse(lists, plan)
+        with stage("fuse", lists=len(lists)):
+            lists = resolve_views(lists, view, plan.view_evidence)
+            fused = await self.fuser.fuse(lists, plan)
         timings["fuse"] = _ms(t)
 
         t = time.perf_counter()
         candidates = fused[: max(plan.candidates, plan.top_k)]
         refining = plan.refine != "off" and self.refiner is not None
-        # Retrievers pass ids, scores and paths; text and metadata are read here, once, for what
-        # can reach the page: the first 2 x top_k candidates, more only when folding and the
-        # per-document cap leave the page short. The refiner reads every candidate.
-        window = len(candidates) if refining else min(len(candidates), 2 * plan.top_k)
-        hits: list[Hit] = []
-        folded: list[Hit] = []
-        read = 0
-        while True:
-            hits.extend(await self._hydrated(candidates[read:window], query.filters, deadline))
-            read = window
-            if refining:
-                break
-            folded = _folded(hits, plan)
-            if read >= len(candidates) or _page_settled(folded, plan):
-                break
-            window = min(len(candidates), 2 * window)
+        hits, folded = await self._page(candidates, plan, query.filters, deadline, refining)
         timings["hydrate"] = _ms(t)
 
         if refining:
@@ -255,9 +243,10 @@ class SearchPipeline:
             t = time.perf_counter()
             remaining = deadline - time.perf_counter()
             try:
-                hits = await asyncio.wait_for(
-                    self.refiner.refine(text, hits, plan), timeout=max(remaining, 0.001)
-                )
+                with stage("refine", refiner=plan.refine):
+                    hits = await asyncio.wait_for(
+                        self.refiner.refine(text, hits, plan), timeout=max(remaining, 0.001)
+                    )
             except Exception as exc:  # noqa: BLE001 - a failed or late refiner degrades
                 degraded.append("refiner")
                 if not isinstance(exc, TimeoutError):
@@ -273,6 +262,34 @@ class SearchPipeline:
             degraded=degraded,
             timings_ms=timings,
         )
+
+    async def _page(
+        self,
+        candidates: Sequence[Hit],
+        plan: RetrievalPlan,
+        filters: Mapping[str, object],
+        deadline: float,
+        refining: bool,
+    ) -> tuple[list[Hit], list[Hit]]:
+        """(the hydrated candidates, the same folded) that the page is cut from.
+
+        Retrievers pass ids, scores and paths; text and metadata are read here, once, for what
+        can reach the page: the first 2 x top_k candidates, more only when folding and the
+        per-document cap leave the page short. The refiner reads every candidate."""
+        window = len(candidates) if refining else min(len(candidates), 2 * plan.top_k)
+        hits: list[Hit] = []
+        folded: list[Hit] = []
+        read = 0
+        while True:
+            with stage("read page", chunks=window - read):
+                hits.extend(await self._hydrated(candidates[read:window], filters, deadline))
+            read = window
+            if refining:
+                return hits, folded
+            folded = _folded(hits, plan)
+            if read >= len(candidates) or _page_settled(folded, plan):
+                return hits, folded
+            window = min(len(candidates), 2 * window)
 
     async def _retrieve(
         self,
@@ -367,9 +384,10 @@ def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 2)
 
 
-async def _timed(call: Awaitable[RankedLists]) -> tuple[RankedLists, float]:
+async def _timed(name: str, call: Awaitable[RankedLists]) -> tuple[RankedLists, float]:
     started = time.perf_counter()
-    result = await call
+    with stage(f"retrieve {name}"):
+        result = await call
     return result, _ms(started)
 
 
@@ -382,7 +400,7 @@ async def _gather(
 ) -> RankedLists:
     """Run retrievers concurrently until the deadline; late or failed ones go to `degraded`, and
     failed ones' exceptions to `failures` (late ones are not failures: the deadline cut them)."""
-    tasks = {name: asyncio.ensure_future(_timed(call)) for name, call in calls.items()}
+    tasks = {name: asyncio.ensure_future(_timed(name, call)) for name, call in calls.items()}
     remaining = max(deadline - time.perf_counter(), 0.001)
     _, pending = await asyncio.wait(list(tasks.values()), timeout=remaining)
     for task in pending:

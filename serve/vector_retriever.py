@@ -27,6 +27,7 @@ from rayweave.serve.batching import MicroBatcher
 from rayweave.serve.fact_search import FactSearch
 from rayweave.serve.fusion import cap_per_document
 from rayweave.serve.search import FACTS, RankedLists, RetrievalQuery
+from rayweave.serve.tracing import stage
 from rayweave.serve.views import with_view
 
 HIERARCHY_DECAY = 0.5
@@ -147,7 +148,8 @@ class VectorSearch:
 
     async def retrieve(self, query: RetrievalQuery) -> RankedLists:
         plan = query.plan
-        vec, sp = await self.encoder((query.text, plan.sparse))
+        with stage("encode", sparse=int(plan.sparse)):
+            vec, sp = await self.encoder((query.text, plan.sparse))
         if plan.hierarchical:
             lists = {"hierarchical": await asyncio.to_thread(self._hierarchical, query, vec, sp)}
         else:

@@ -54,7 +54,12 @@ def stack_settings(stack_home: Path):  # type: ignore[no-untyped-def]
             "embedded_http_port": int(env["RAYWEAVE_GRAPH__EMBEDDED_HTTP_PORT"]),
             "embedded_heap_mb": 512,
         },
-        serve={"port": int(env["RAYWEAVE_SERVE__PORT"])},
+        # Every request traced to Serve's file exporter: tests/serve/test_tracing.py reads it.
+        serve={
+            "port": int(env["RAYWEAVE_SERVE__PORT"]),
+            "tracing": "file",
+            "tracing_sampling_ratio": 1.0,
+        },
     )
 
 

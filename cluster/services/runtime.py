@@ -67,6 +67,8 @@ def ray_environment(settings: Settings) -> dict[str, str]:
         "RAY_GRAFANA_HOST": settings.ray.grafana_host,
         "RAY_GRAFANA_IFRAME_HOST": settings.ray.grafana_iframe_host,
         "RAY_PROMETHEUS_HOST": settings.ray.prometheus_host,
+        # OpenTelemetry's own variable, read by the OTLP exporter in every proxy and replica.
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": settings.serve.tracing_endpoint,
     }
     env.update({k: v for k, v in hosts.items() if v})
     return env
