@@ -47,6 +47,7 @@ class AppArgs(BaseModel):
     )
     home: Path | None = None
     log_level: str | None = None
+    log_encoding: str | None = None
     ray: dict[str, Any] = Field(default_factory=dict)
     qdrant: dict[str, Any] = Field(default_factory=dict)
     graph: dict[str, Any] = Field(default_factory=dict)
