@@ -1,4 +1,7 @@
-"""Request count and latency per route template and status, as pure ASGI middleware."""
+"""Request count and latency per route template and status, as pure ASGI middleware; every
+response carries the replica's entry and exit times (`ENTRY_HEADER`, `EXIT_HEADER`: Unix
+seconds), so that a slow request's wait can be placed before the replica (proxy, routing), in it,
+or after it (the response path)."""
 
 from __future__ import annotations
 
@@ -6,6 +9,10 @@ import time
 from typing import Protocol
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+ENTRY_HEADER = "x-rayweave-entry"
+EXIT_HEADER = "x-rayweave-exit"
 
 
 class RequestRecorder(Protocol):
@@ -31,12 +38,18 @@ class RequestMetrics:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
+        entry = f"{time.time():.6f}".encode()
         status = 500
 
         async def answer(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                stamps = [
+                    (ENTRY_HEADER.encode(), entry),
+                    (EXIT_HEADER.encode(), f"{time.time():.6f}".encode()),
+                ]
+                message = {**message, "headers": [*message.get("headers", ()), *stamps]}
             await send(message)
 
         try:

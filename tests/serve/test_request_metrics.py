@@ -58,3 +58,19 @@ def test_a_request_whose_handler_raised_is_recorded_as_a_500() -> None:
     records = Records()
     assert get(app_with(records), "/items/500") == 500
     assert [(route, status) for route, status, _ in records.seen] == [("/items/{item_id}", 500)]
+
+
+def test_responses_carry_the_replicas_entry_and_exit_times() -> None:
+    import time
+
+    from rayweave.serve.request_metrics import ENTRY_HEADER, EXIT_HEADER
+
+    async def call() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app_with(Records()), raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return await client.get("/items/404")
+
+    before = time.time()
+    response = asyncio.run(call())
+    entry, exit_ = float(response.headers[ENTRY_HEADER]), float(response.headers[EXIT_HEADER])
+    assert before <= entry <= exit_ <= time.time()
