@@ -10,7 +10,6 @@ from typing import Protocol
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-
 ENTRY_HEADER = "x-rayweave-entry"
 EXIT_HEADER = "x-rayweave-exit"
 

@@ -5,6 +5,7 @@ check fails on the kind of mistake it exists for."""
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import sys
@@ -681,6 +682,17 @@ class TestSettings:
             )
             == 0
         )
+
+    @pytest.mark.parametrize("target", ["overlays/cpu-dev", "overlays/gpu-prod"])
+    def test_the_head_detects_node_death_like_the_embedded_head(
+        self, rendered: dict[str, list[dict[str, Any]]], target: str
+    ) -> None:
+        from rayweave.cluster.services.runtime import head_system_config
+        from rayweave.cluster.settings import Settings
+
+        service = _one(rendered[target], "RayService", "rayweave")
+        params = service["spec"]["rayClusterConfig"]["headGroupSpec"]["rayStartParams"]
+        assert json.loads(params["system-config"]) == head_system_config(Settings())
 
     def test_gpu_prod_dashboard_embeds_grafana_and_queries_prometheus(
         self, rendered: dict[str, list[dict[str, Any]]]

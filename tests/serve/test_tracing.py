@@ -97,7 +97,9 @@ def test_a_served_requests_trace_shows_every_stage(app_url: str, layout: str) ->
     import ray
 
     response = httpx.post(
-        f"{app_url}/search", json={"query": "how do I configure retries?", "top_k": 3}, timeout=120
+        f"{app_url}/v1/search",
+        json={"query": "how do I configure retries?", "top_k": 3},
+        timeout=120,
     )
     assert response.status_code == 200
     folder = Path(ray._private.worker._global_node.get_session_dir_path()) / "logs/serve/spans"
