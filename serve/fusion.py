@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol
 
 from rayweave.cluster.settings import RetrievalSettings
 from rayweave.cluster.types import GraphPath, Hit
-from rayweave.serve.views import MATCHED_IDS, MATCHED_LEVELS, merged_evidence
+from rayweave.serve.views import LIST_RANK, MATCHED_IDS, MATCHED_LEVELS, merged_evidence
 
 FusionMethod = Literal["rrf", "weighted", "dbsf"]
 
@@ -48,7 +48,10 @@ def _rrf_scored(lists: Mapping[str, Sequence[Hit]], weights: Mapping[str, float]
         raise ValueError("rrf k must be >= 0")
     deduped = {name: _dedup(hits) for name, hits in lists.items()}
     contributions = {
-        name: [weights.get(name, 1.0) / (k + rank) for rank in range(1, len(hits) + 1)]
+        name: [
+            weights.get(name, 1.0) / (k + int(h.metadata.get(LIST_RANK, rank)))
+            for rank, h in enumerate(hits, start=1)
+        ]
         for name, hits in deduped.items()
     }
     return deduped, contributions

@@ -45,6 +45,10 @@ VIEW_ID = "view_id"
 """Hit metadata a retriever sets when the hit's unit is another chunk (`view_of`)."""
 MATCHED_LEVELS = "matched_levels"
 MATCHED_IDS = "matched_ids"
+LIST_RANK = "list_rank"
+"""Where a unit's best chunk stood in its list (1-based): rank fusion reads it, so that resolving
+a list never moves its later units up (two chunks of one document ahead of a unit would otherwise
+lift it two places, and the other lists' votes with it)."""
 
 
 def with_view(hit: Hit, view: tuple[str, str, bool]) -> Hit:
@@ -71,10 +75,13 @@ def resolve_list(hits: Sequence[Hit], view: DocumentView, evidence: Evidence) ->
     if view == "off" or not hits:
         return list(hits)
     groups: dict[str, list[Hit]] = {}
-    for h in hits:
-        groups.setdefault(unit_of(h, view), []).append(h)
+    first: dict[str, int] = {}
+    for rank, h in enumerate(hits, start=1):
+        unit = unit_of(h, view)
+        groups.setdefault(unit, []).append(h)
+        first.setdefault(unit, rank)
     floor = min(h.score for h in hits)
-    units = [_unit(unit, members, evidence, floor) for unit, members in groups.items()]
+    units = [_unit(unit, members, evidence, floor, first[unit]) for unit, members in groups.items()]
     if evidence != "max":
         units.sort(key=lambda h: -h.score)  # stable: ties keep the list's order
     return units
@@ -87,7 +94,7 @@ def resolve_views(
     return {name: resolve_list(hits, view, evidence) for name, hits in lists.items()}
 
 
-def _unit(unit: str, members: list[Hit], evidence: Evidence, floor: float) -> Hit:
+def _unit(unit: str, members: list[Hit], evidence: Evidence, floor: float, rank: int) -> Hit:
     best = members[0]  # lists arrive best first
     levels = list(dict.fromkeys(m.level.value for m in members))
     ids = list(dict.fromkeys(m.id for m in members))
@@ -102,6 +109,8 @@ def _unit(unit: str, members: list[Hit], evidence: Evidence, floor: float) -> Hi
     metadata = {k: v for k, v in best.metadata.items() if k != VIEW_ID}
     metadata[MATCHED_LEVELS] = levels
     metadata[MATCHED_IDS] = ids
+    if evidence == "max":
+        metadata[LIST_RANK] = rank
     # A summary or a proposition that resolved to another chunk resolved to a section.
     level = best.level if best.id == unit else Level.SECTION
     return replace(best, id=unit, score=score, level=level, metadata=metadata)

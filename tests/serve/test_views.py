@@ -6,7 +6,14 @@ import pytest
 
 from rayweave.cluster.types import Hit, Level, view_of
 from rayweave.serve.fusion import fuse, promote_linked
-from rayweave.serve.views import MATCHED_IDS, MATCHED_LEVELS, resolve_list, resolve_views, with_view
+from rayweave.serve.views import (
+    LIST_RANK,
+    MATCHED_IDS,
+    MATCHED_LEVELS,
+    resolve_list,
+    resolve_views,
+    with_view,
+)
 
 # Document A: summary sA and its only section cA (which holds propositions pA1, pA2).
 # Document B: summary sB over two sections cB1, cB2.
@@ -99,6 +106,14 @@ class TestFusionOverUnits:
         assert units[0].retrievers == ("dense", "sparse")
         assert units[0].metadata[MATCHED_LEVELS] == ["document", "section"]
         assert units[0].metadata[MATCHED_IDS] == ["sA", "cA"]
+
+    def test_a_unit_keeps_the_rank_its_best_chunk_had_in_its_list(self) -> None:
+        # Document A's two chunks lead the dense list; cB1 was third there, and stays third:
+        # resolving must not lift it (and with it the weight of every other list's vote).
+        dense = resolve_list([hit("sA"), hit("cA"), hit("cB1")], "summary", "max")
+        assert [h.metadata[LIST_RANK] for h in dense] == [1, 3]
+        fused = {h.id: h.score for h in fuse({"dense": dense}, k=60)}
+        assert fused["cB1"] == pytest.approx(1 / 63)
 
     def test_a_link_from_a_leaders_summary_still_promotes_its_partner(self) -> None:
         from rayweave.cluster.types import GraphPath
