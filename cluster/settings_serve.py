@@ -91,6 +91,12 @@ class RetrievalSettings(_Group):
         ge=1,
         description="Fetch top_k x factor and prefer unseen sources (vss_diversity_factor).",
     )
+    code_sparse_drop_language: bool = Field(
+        default=True,
+        description="Leave language names ('python', 'in java') and question openers ('how to') "
+        "out of a code question's sparse query: an index of one language's functions holds "
+        "neither (serve/lexical_query.py). The dense query keeps every word.",
+    )
     graph_seeds: int = Field(
         default=8, ge=1, description="Top vector hits that seed graph expansion."
     )

@@ -26,6 +26,8 @@ from rayweave.models.protocols import DenseEncoder, SparseEncoder
 from rayweave.serve.batching import MicroBatcher
 from rayweave.serve.fact_search import FactSearch
 from rayweave.serve.fusion import cap_per_document
+from rayweave.serve.lexical_query import without_language_words
+from rayweave.serve.schemas import ContentScope
 from rayweave.serve.search import FACTS, RankedLists, RetrievalQuery
 from rayweave.serve.tracing import stage
 from rayweave.serve.views import with_view
@@ -94,7 +96,8 @@ class VectorSearch:
         self.dense = dense
         self.sparse = sparse
         self.settings = settings
-        self.encoder: MicroBatcher[tuple[str, bool], Encoded] = MicroBatcher(
+        # (dense text, sparse text or None when the plan fuses no sparse list)
+        self.encoder: MicroBatcher[tuple[str, str | None], Encoded] = MicroBatcher(
             self._encode_batch, max_batch=batch_max, wait_s=batch_wait_s
         )
         # The sparse pass runs beside the dense one: ONNX Runtime releases the GIL, so a lone
@@ -133,14 +136,14 @@ class VectorSearch:
         if self.facts is not None:
             self.facts.close()
 
-    def _encode_batch(self, items: list[tuple[str, bool]]) -> list[Encoded]:
+    def _encode_batch(self, items: list[tuple[str, str | None]]) -> list[Encoded]:
         """Dense vectors of every query, sparse ones of those that asked: two forward passes
         for the whole group of concurrent queries, at the same time."""
-        wanted = [i for i, (_, sparse) in enumerate(items) if sparse]
+        wanted = [i for i, (_, sparse) in enumerate(items) if sparse is not None]
         pending: Future[list[SparseVector]] | None = None
         if wanted and self.sparse is not None:
             pending = self._sparse_pool.submit(
-                self.sparse.encode, [items[i][0] for i in wanted], kind="query"
+                self.sparse.encode, [str(items[i][1]) for i in wanted], kind="query"
             )
         vectors = self.dense.encode([text for text, _ in items], kind="query")
         sparse = dict(zip(wanted, pending.result(), strict=True)) if pending is not None else {}
@@ -149,7 +152,7 @@ class VectorSearch:
     async def retrieve(self, query: RetrievalQuery) -> RankedLists:
         plan = query.plan
         with stage("encode", sparse=int(plan.sparse)):
-            vec, sp = await self.encoder((query.text, plan.sparse))
+            vec, sp = await self.encoder((query.text, self._sparse_text(query)))
         if plan.hierarchical:
             lists = {"hierarchical": await asyncio.to_thread(self._hierarchical, query, vec, sp)}
         else:
@@ -159,6 +162,14 @@ class VectorSearch:
             if facts:
                 lists[FACTS] = facts
         return lists
+
+    def _sparse_text(self, query: RetrievalQuery) -> str | None:
+        """The sparse query's text: a code question's without its language words."""
+        if not query.plan.sparse:
+            return None
+        if query.plan.scope is ContentScope.CODE and self.settings.code_sparse_drop_language:
+            return without_language_words(query.text)
+        return query.text
 
     def _flat(self, query: RetrievalQuery, vec: np.ndarray, sp: SparseVector | None) -> RankedLists:
         plan = query.plan
