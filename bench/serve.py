@@ -286,6 +286,7 @@ def run_serve_bench(
     deploy_if_needed: bool = True,
     anchor: bool = False,
     rounds: int = 1,
+    tracing: bool = False,
     json_path: Path | None = None,
     timeout_s: float = 60.0,
     console: Console | None = None,
@@ -297,10 +298,14 @@ def run_serve_bench(
     With `anchor`, the same cells then run against the anchor server over the same chunks, as rows
     of profile "anchor"; an app deployed here is removed first, so the anchor does not share the
     machine with an idle pipeline that the rayweave rows did not have beside them either.
-    `rounds` repeats it all (see the module docstring).
+    `rounds` repeats it all (see the module docstring). With `tracing`, Serve is then restarted
+    with every request traced to files (tracing is applied when Serve starts) and the app's cells
+    run again as "<profile> traced" rows; Serve is restarted untraced afterwards.
     """
     if rounds < 1:
         raise InputError(f"rounds must be >= 1, got {rounds}")
+    if tracing and url is not None:
+        raise InputError("--tracing restarts Serve: run it without --url, on the local stack")
     levels, chosen = _cells_to_run(requests, warmup, concurrency, profiles)
     texts = load_bench_queries(queries, data_dir=data_dir)
     con = console or Console()
@@ -313,7 +318,9 @@ def run_serve_bench(
     load = os.getloadavg()[0]
     rows: list[ServeBenchRow] = []
     roles = {os.getpid(): serve_cpu.CLIENT}
-    total = rounds * (len(chosen) + int(anchor)) * (warmup + len(levels) * requests)
+    total = (rounds * (len(chosen) + int(anchor)) + tracing * len(chosen)) * (
+        warmup + len(levels) * requests
+    )
     chunks: tuple[list[str], list[str]] | None = None
     up = deployed  # an app deployed here is removed for the anchor's cells, then deployed again
     try:
@@ -360,6 +367,9 @@ def run_serve_bench(
                         shutdown(settings)
                         up = False
                     _bench_anchor(settings, chunks, roles=roles, plan=plan, round_no=round_no)
+            if tracing:
+                _bench_traced(settings, chosen, base, headers=headers, roles=roles, plan=plan)
+                up = deployed
     finally:
         if up:
             from rayweave.serve.app import shutdown
@@ -413,6 +423,40 @@ def run_serve_bench(
             )
         )
     return rows
+
+
+def _bench_traced(
+    settings: Settings,
+    profiles: Sequence[Profile],
+    base: str,
+    *,
+    headers: dict[str, str],
+    roles: dict[int, str],
+    plan: _Plan,
+) -> None:
+    """The app's cells again with every request traced: Serve restarted with tracing, then
+    restarted without it (its proxies keep the tracing they started with)."""
+    from ray import serve
+
+    from rayweave.serve.app import deploy
+
+    traced = settings.serve.model_copy(update={"tracing": "file", "tracing_sampling_ratio": 1.0})
+    serve.shutdown()  # type: ignore[no-untyped-call]
+    deploy(settings.model_copy(update={"serve": traced}))
+    try:
+        for profile in profiles:
+            _bench_cells(
+                f"{profile.value} traced",
+                f"{base}/v1/search",
+                {"profile": profile.value},
+                headers=headers,
+                roles=roles,
+                plan=plan,
+                round_no=1,
+            )
+    finally:
+        serve.shutdown()  # type: ignore[no-untyped-call]
+        deploy(settings)
 
 
 def _bench_anchor(

@@ -494,6 +494,14 @@ def bench_serve(
             "goes first, and print each cell's median ratio with its range.",
         ),
     ] = 1,
+    tracing: Annotated[
+        bool,
+        typer.Option(
+            "--tracing",
+            help="Then restart Serve with every request traced (serve.tracing='file', ratio 1) "
+            "and run the same cells again, as '<profile> traced' rows: tracing's CPU per request.",
+        ),
+    ] = False,
     as_json: JsonOutOpt = None,
 ) -> None:
     """HTTP load on 127.0.0.1: p50/p95/p99 latency, QPS and CPU-ms per request per stage at 1, 8
@@ -513,6 +521,7 @@ def bench_serve(
                 url=url,
                 anchor=anchor,
                 rounds=rounds,
+                tracing=tracing,
                 json_path=as_json,
                 console=out,
             )

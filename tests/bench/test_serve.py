@@ -460,6 +460,11 @@ class TestRunArguments:
         with pytest.raises(InputError, match="rounds must be >= 1"):
             run_serve_bench(Settings(home=tmp_path), url="http://127.0.0.1:9", rounds=0)
 
+    def test_tracing_against_a_remote_url_is_refused(self, tmp_path: Path) -> None:
+        """--tracing restarts Serve, which only the local stack may do."""
+        with pytest.raises(InputError, match="restarts Serve"):
+            run_serve_bench(Settings(home=tmp_path), url="http://127.0.0.1:9", tracing=True)
+
 
 class TestAnchorServer:
     def test_mismatched_ids_and_texts(self, tmp_path: Path) -> None:
