@@ -83,11 +83,24 @@ def configure_logging(level: str, *, encoding: LogEncoding = "TEXT") -> logging.
     return logger
 
 
+def _in_serve_replica() -> bool:
+    try:
+        from ray import serve
+
+        serve.get_replica_context()
+    except Exception:  # noqa: BLE001 - RayServeException outside a replica, ImportError without Ray
+        return False
+    return True
+
+
 def join_serve_logs(level: str) -> logging.Logger:
     """In a Serve replica: rayweave's records go through Serve's own handlers (the replica's log
     file, in the deployment's `logging_config` encoding, with the request id on each line of a
-    request). Call it in a deployment's constructor, where Serve has configured its logger."""
+    request). Call it in a deployment's constructor, where Serve has configured its logger;
+    outside a replica (a test building a deployment class in process) it changes nothing."""
     logger = logging.getLogger(LOGGER_NAME)
+    if not _in_serve_replica():
+        return logger
     logger.setLevel(level)
     logger.handlers = list(logging.getLogger(SERVE_LOGGER_NAME).handlers)
     logger.propagate = False

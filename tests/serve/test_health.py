@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from tests_support import with_collection
 
 from rayweave.cluster.errors import ServiceError
 from rayweave.cluster.settings import Settings
@@ -151,9 +152,8 @@ def test_a_stopped_graph_server_is_named_by_healthz_and_fails_check_health(
     health = Health(
         [vector_dependency(vector), graph_dependency(graph)], timeout_s=5.0, where="test replica"
     )
-    # A GraphRetriever replica's health half, over the real store (no projection needed).
-    replica = GraphRetrieverDeployment.func_or_class.__new__(GraphRetrieverDeployment.func_or_class)
-    replica.health_probes = Health([graph_dependency(graph)], timeout_s=5.0, where="GraphRetriever")
+    # A GraphRetriever replica, built as Serve builds it (its projection loads on first use).
+    replica = GraphRetrieverDeployment.func_or_class(with_collection(stack_settings, "health"))
 
     settings = stack_settings.serve
     retriever = StoreRetriever(vector)
@@ -182,6 +182,7 @@ def test_a_stopped_graph_server_is_named_by_healthz_and_fails_check_health(
         resolve_graph_connection(stack_settings)  # the session's graph server comes back
     assert client.get("/healthz").status_code == 200
     graph.close()
+    replica.impl.close()
 
     # A collection that was never ingested: reported, with the fix, but not a 503.
     absent = edge_store(tmp_path, "absent")
