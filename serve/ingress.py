@@ -75,7 +75,7 @@ class IngressDeployment:
                 timeout_s=deadline_s,
             ),
             graph=graph_proxy,
-            web=HandleProxy(web) if web is not None else None,
+            retrievers=_retrievers(settings, web),
             refiner=HandleProxy(refiner) if refiner is not None else None,
             deadline_s=deadline_s,
             read_floor_s=settings.serve.read_floor_ms / 1000,
@@ -150,3 +150,14 @@ def _count_hedge(deployment: str) -> Callable[[str], None]:
         api_metrics().hedge(read=f"{deployment}.{method}")
 
     return count
+
+
+def _retrievers(settings: Settings, web: DeploymentHandle[Any] | None) -> dict[str, Any]:
+    """The registered retrievers: web through its deployment (only when a provider is set, so
+    an unconfigured one costs no call), the others in this replica."""
+    from rayweave.serve.retrievers import build_retrievers
+
+    built: dict[str, Any] = dict(build_retrievers(settings, skip=("web",)))
+    if web is not None and settings.serve.retrieval.web_provider != "off":
+        built["web"] = HandleProxy(web)
+    return built

@@ -13,6 +13,7 @@ from rayweave.serve.fusion import FusionRanker
 from rayweave.serve.graph_retriever import GraphSearch
 from rayweave.serve.planning import planner
 from rayweave.serve.refine import build_refiner
+from rayweave.serve.retrievers import build_retrievers
 from rayweave.serve.search import SearchPipeline
 from rayweave.serve.service import SearchService
 from rayweave.serve.vector_retriever import VectorSearch
@@ -26,11 +27,6 @@ class LocalSearch:
     ) -> None:
         self.vector = VectorSearch.from_settings(settings, shared=shared, collection=collection)
         self.graph = GraphSearch.from_settings(settings, collection=collection)
-        web = None
-        if settings.serve.retrieval.web_provider != "off":
-            from rayweave.serve.web_retriever import WebSearch
-
-            web = WebSearch(settings.serve.retrieval)
         pipeline = SearchPipeline(
             classifier=RuleClassifier(),
             planner=planner(settings.serve.retrieval),
@@ -38,7 +34,7 @@ class LocalSearch:
             hydrator=self.vector,
             fuser=FusionRanker(settings.serve.retrieval, extractor=settings.graph.extractor),
             graph=self.graph,
-            web=web,
+            retrievers=build_retrievers(settings),
             refiner=build_refiner(settings),
             deadline_s=settings.serve.deadline_ms / 1000,
             read_floor_s=settings.serve.read_floor_ms / 1000,

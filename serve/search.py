@@ -4,9 +4,10 @@
 over DeploymentHandles (`serve/handle_proxy.py`); the evaluator builds the same pipeline from
 in-process objects, so both run this exact code.
 
-Retrieval runs in two phases inside the deadline: phase 1 runs the vector, web and entity-graph
-retrievers concurrently; phase 2 expands the graph from phase 1's top vector hits (parents,
-neighbours, bridge documents). A retriever that raises or misses the deadline is dropped from
+Retrieval runs in two phases inside the deadline: phase 1 runs the vector and entity-graph
+retrievers and the registered ones (web and any a user adds, `serve/retrievers.py`)
+concurrently; phase 2 expands the graph from phase 1's top vector hits (parents, neighbours,
+bridge documents). A retriever that raises or misses the deadline is dropped from
 fusion and named in `degraded`; the request still succeeds. A retriever that raises is logged
 (once per `FAILURE_LOG_EVERY_S` for the same failure) with its exception, and reported to
 `on_retriever_failure` (the Serve app counts it: `rayweave_retriever_failures`), so a degraded
@@ -67,7 +68,8 @@ class RetrievalPlan:
     dense: bool = True
     sparse: bool = False
     graph: bool = False
-    web: bool = False
+    # Whether the registered retrievers (`serve/retrievers.py`: web, a user's) run.
+    extras: bool = False
     refine: str = "off"
     hierarchical: bool = False
     weights: Mapping[str, float] = field(default_factory=dict)
@@ -147,7 +149,7 @@ class SearchPipeline:
         hydrator: Hydrator,
         fuser: Fuser,
         graph: GraphRetriever | None = None,
-        web: Retriever | None = None,
+        retrievers: Mapping[str, Retriever] | None = None,
         refiner: Refiner | None = None,
         deadline_s: float = 2.0,
         read_floor_s: float = 0.5,
@@ -159,7 +161,7 @@ class SearchPipeline:
         self.hydrator = hydrator
         self.fuser = fuser
         self.graph = graph
-        self.web = web
+        self.retrievers = dict(retrievers or {})
         self.refiner = refiner
         self.deadline_s = deadline_s
         self.read_floor_s = read_floor_s
@@ -202,8 +204,9 @@ class SearchPipeline:
         phase1: dict[str, Awaitable[RankedLists]] = {"vector": self.vector.retrieve(query)}
         if plan.graph and self.graph is not None:
             phase1["graph"] = self.graph.retrieve(query)
-        if plan.web and self.web is not None:
-            phase1["web"] = self.web.retrieve(query)
+        if plan.extras:
+            for name, retriever in self.retrievers.items():
+                phase1[name] = retriever.retrieve(query)
         lists = await self._retrieve(phase1, deadline, degraded, timings)
 
         if plan.graph and self.graph is not None and "graph" not in degraded:

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from rayweave.cluster.errors import ConfigError, ServiceError
-from rayweave.cluster.settings import RetrievalSettings
+from rayweave.cluster.settings import RetrievalSettings, Settings
 from rayweave.cluster.types import Hit, Level, stable_id
 from rayweave.serve.search import RankedLists, RetrievalQuery
 
@@ -108,3 +108,10 @@ class WebSearch:
                 f"web search ({self.provider}) failed: {type(exc).__name__}"
             ) from exc
         return {"web": parse_results(self.provider, resp.json(), limit)}
+
+
+def from_settings(settings: Settings) -> WebSearch | None:
+    """The `web` entry of the retriever registry (`serve/retrievers.py`): None while
+    `serve.retrieval.web_provider` is off."""
+    retrieval = settings.serve.retrieval
+    return WebSearch(retrieval) if retrieval.web_provider != "off" else None

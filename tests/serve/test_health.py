@@ -62,7 +62,7 @@ def pipeline(vector: Any, *, web: Any = None, hook: Any = None) -> SearchPipelin
         vector=vector,
         hydrator=vector,
         fuser=FusionRanker(retrieval),
-        web=web,
+        retrievers={"web": web} if web is not None else None,
         on_retriever_failure=hook,
     )
 
