@@ -35,7 +35,7 @@ from rayweave.models.protocols import EntityExtractor
 from rayweave.serve.conversation import ConversationMessage
 from rayweave.serve.fusion import FACT_WALK, LINKS
 from rayweave.serve.search import RankedLists, RetrievalQuery
-from rayweave.serve.views import with_view
+from rayweave.serve.views import VIEW_ID
 
 
 class GraphSearch:
@@ -150,9 +150,11 @@ def _marked(hits: list[Hit], name: str, projection: GraphProjection) -> list[Hit
     views = projection.views()
     out = []
     for h in hits:
-        marked = replace(h, retrievers=(name,))
         view = views.get(h.id)
-        out.append(with_view(marked, view) if view is not None else marked)
+        if view is None:
+            out.append(replace(h, retrievers=(name,)))
+        else:
+            out.append(replace(h, retrievers=(name,), metadata={**h.metadata, VIEW_ID: view}))
     return out
 
 

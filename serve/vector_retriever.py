@@ -30,7 +30,7 @@ from rayweave.serve.lexical_query import without_language_words
 from rayweave.serve.schemas import ContentScope
 from rayweave.serve.search import FACTS, RankedLists, RetrievalQuery
 from rayweave.serve.tracing import stage
-from rayweave.serve.views import with_view
+from rayweave.serve.views import VIEW_ID
 
 HIERARCHY_DECAY = 0.5
 # What a search hit carries before hydration: enough to fuse, cap per document and seed the
@@ -41,34 +41,34 @@ RANKING_FIELDS = ("doc_id", "level", "source", "children_ids", *METADATA_FIELDS)
 Encoded = tuple[np.ndarray, SparseVector | None]
 
 
-def hit_from_point(point: ScoredPoint, retriever: str) -> Hit:
+def hit_from_point(point: ScoredPoint, retriever: str, *, ranked: bool = False) -> Hit:
+    """A hit from a stored point; `ranked` (a search list's hit) adds the unit it resolves to
+    before fusion (`serve/views.py`)."""
     p = point.payload
+    metadata = {k: p.get(k) for k in METADATA_FIELDS if p.get(k) is not None}
+    level = Level(str(p.get("level", Level.PROPOSITION.value)))
+    if ranked:
+        view = view_of(
+            level,
+            point.id,
+            parent_id=p.get("parent_id"),
+            children=p.get("children_ids") or (),
+            sole=p.get("prev_id") is None and p.get("next_id") is None,
+        )
+        if view != (point.id, point.id, False):
+            metadata[VIEW_ID] = view
     return Hit(
         id=point.id,
         doc_id=str(p.get("doc_id", "")),
         text=str(p.get("text", "")),
         score=float(point.score),
-        level=Level(str(p.get("level", Level.PROPOSITION.value))),
+        level=level,
         source=str(p.get("source", "")),
         title=str(p.get("title", "")),
         section_path=tuple(p.get("section_path") or ()),
         retrievers=(retriever,) if retriever else (),
-        metadata={k: p.get(k) for k in METADATA_FIELDS if p.get(k) is not None},
+        metadata=metadata,
     )
-
-
-def ranked_hit(point: ScoredPoint, retriever: str) -> Hit:
-    """A search hit with the unit it resolves to before fusion (`serve/views.py`)."""
-    hit = hit_from_point(point, retriever)
-    p = point.payload
-    view = view_of(
-        hit.level,
-        hit.id,
-        parent_id=p.get("parent_id"),
-        children=p.get("children_ids") or (),
-        sole=p.get("prev_id") is None and p.get("next_id") is None,
-    )
-    return with_view(hit, view)
 
 
 def _filter(query: RetrievalQuery, **extra: object) -> dict[str, Any]:
@@ -193,7 +193,7 @@ class VectorSearch:
         results = self.store.query_batch(requests) if requests else []
         lists: RankedLists = {}
         for name, points in zip(names, results, strict=True):
-            hits = [ranked_hit(p, name) for p in points]
+            hits = [hit_from_point(p, name, ranked=True) for p in points]
             lists[name] = (
                 cap_per_document(hits, max_per_document=1)[: plan.candidates]
                 if self.settings.diversity_factor > 1
@@ -241,7 +241,7 @@ class VectorSearch:
             parent = section_score.get(str(p.payload.get("parent_id")), 0.0)
             scored[p.id] = (p.score + HIERARCHY_DECAY * parent, p)
         ranked = sorted(scored.values(), key=lambda t: -t[0])[: plan.candidates]
-        return [replace(ranked_hit(p, "hierarchical"), score=s) for s, p in ranked]
+        return [replace(hit_from_point(p, "hierarchical", ranked=True), score=s) for s, p in ranked]
 
     async def hydrate(self, ids: Sequence[str]) -> dict[str, Hit]:
         if not ids:

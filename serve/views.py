@@ -33,8 +33,8 @@ whose summary or proposition they start from.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from typing import Literal
+from dataclasses import fields, replace
+from typing import Any, Literal
 
 from rayweave.cluster.types import Hit, Level
 
@@ -71,17 +71,34 @@ def _summarised(hit: Hit) -> bool:
 
 
 def resolve_list(hits: Sequence[Hit], view: DocumentView, evidence: Evidence) -> list[Hit]:
-    """One list's hits as units, best first, each with the levels and chunks that matched."""
+    """One list's hits as units, best first, each with the levels and chunks that matched.
+
+    A hit that is its own unit, alone in the list, at the rank it had, is kept as it is (its
+    level and id are its evidence): resolving costs a new hit only where something changed."""
     if view == "off" or not hits:
         return list(hits)
     groups: dict[str, list[Hit]] = {}
     first: dict[str, int] = {}
     for rank, h in enumerate(hits, start=1):
         unit = unit_of(h, view)
-        groups.setdefault(unit, []).append(h)
-        first.setdefault(unit, rank)
-    floor = min(h.score for h in hits)
-    units = [_unit(unit, members, evidence, floor, first[unit]) for unit, members in groups.items()]
+        members = groups.get(unit)
+        if members is None:
+            groups[unit] = [h]
+            first[unit] = rank
+        else:
+            members.append(h)
+    floor = min(h.score for h in hits) if evidence != "max" else 0.0
+    units = []
+    for position, (unit, members) in enumerate(groups.items(), start=1):
+        hit = members[0]
+        if len(members) == 1 and hit.id == unit and evidence == "max":
+            rank = first[unit]
+            moved = rank != position  # a merge above it: the rank it had goes with it
+            units.append(
+                _rebuilt(hit, metadata={**hit.metadata, LIST_RANK: rank}) if moved else hit
+            )
+        else:
+            units.append(_unit(unit, members, evidence, floor, first[unit]))
     if evidence != "max":
         units.sort(key=lambda h: -h.score)  # stable: ties keep the list's order
     return units
@@ -113,7 +130,20 @@ def _unit(unit: str, members: list[Hit], evidence: Evidence, floor: float, rank:
         metadata[LIST_RANK] = rank
     # A summary or a proposition that resolved to another chunk resolved to a section.
     level = best.level if best.id == unit else Level.SECTION
-    return replace(best, id=unit, score=score, level=level, metadata=metadata)
+    return _rebuilt(best, id=unit, score=score, level=level, metadata=metadata)
+
+
+_HIT_FIELDS = tuple(f.name for f in fields(Hit))
+
+
+def _rebuilt(hit: Hit, **changes: Any) -> Hit:
+    """`dataclasses.replace` without re-running validation: the values here are already typed
+    (a request resolves hundreds of hits; `replace` was most of that time)."""
+    new = object.__new__(Hit)
+    setter = object.__setattr__
+    for name in _HIT_FIELDS:
+        setter(new, name, changes[name] if name in changes else getattr(hit, name))
+    return new
 
 
 def merged_evidence(hits: Sequence[Hit]) -> dict[str, list[str]]:
