@@ -213,6 +213,13 @@ def connect(settings: Settings, *, start: bool = True) -> None:
         )
     except ConnectionError as exc:
         raise ServiceError(f"cannot connect to Ray at {address}: {exc}") from exc
+    except ray.exceptions.AuthenticationError as exc:
+        raise ServiceError(
+            f"the Ray head at {address} wants a token this process does not have ({exc}). It is "
+            f"another user's or another rayweave home's head: give this one free ports "
+            f"(RAYWEAVE_RAY__PORT, RAYWEAVE_RAY__DASHBOARD_PORT), or use that head's token "
+            f"(`rayweave status --env` where it was started)"
+        ) from exc
 
 
 def metrics_urls() -> list[str]:

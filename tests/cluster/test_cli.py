@@ -144,6 +144,13 @@ def test_ingest_serve_query_status_job_stop(cli_env: dict[str, str], tmp_path: P
     assert " 0 inserted" in again.stdout
     assert "unchanged" in again.stdout
 
+    # Another user (no ~/.ray/auth_token) on the same ports: told whose head it is, no traceback.
+    stranger = {**cli_env, "HOME": str(tmp_path / "stranger")}
+    refused = rayweave(stranger, "ingest", str(SAMPLE_CORPUS))
+    assert refused.returncode == 1, refused.stderr[-3000:]
+    assert "wants a token" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
     served = rayweave(cli_env, "serve")
     assert served.returncode == 0, served.stderr[-3000:]
     port = cli_env["RAYWEAVE_SERVE__PORT"]
