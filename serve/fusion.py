@@ -142,7 +142,9 @@ def _accumulate(scored: Scored) -> list[Hit]:
 
 
 def _evidence(first: Hit, hits: list[Hit]) -> dict[str, Any]:
-    if len(hits) == 1 or MATCHED_LEVELS not in first.metadata:
+    """The first list's metadata, with what every list's hit says matched (a hit kept as found
+    names only itself)."""
+    if len(hits) == 1 or not any(MATCHED_LEVELS in h.metadata for h in hits):
         return first.metadata
     return {**first.metadata, **merged_evidence(hits)}
 

@@ -107,6 +107,12 @@ class TestFusionOverUnits:
         assert units[0].metadata[MATCHED_LEVELS] == ["document", "section"]
         assert units[0].metadata[MATCHED_IDS] == ["sA", "cA"]
 
+    def test_evidence_merges_when_only_a_later_list_resolved_the_unit(self) -> None:
+        lists = {"dense": [hit("cA")], "sparse": [hit("sA"), hit("cA")]}
+        (unit,) = fuse(resolve_views(lists, "summary", "max"))
+        assert unit.metadata[MATCHED_LEVELS] == ["section", "document"]
+        assert unit.metadata[MATCHED_IDS] == ["cA", "sA"]
+
     def test_a_unit_keeps_the_rank_its_best_chunk_had_in_its_list(self) -> None:
         # Document A's two chunks lead the dense list; cB1 was third there, and stays third:
         # resolving must not lift it (and with it the weight of every other list's vote).
