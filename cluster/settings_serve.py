@@ -125,14 +125,14 @@ class RetrievalSettings(_Group):
         default=None, description="Cross-encoder checkpoint for refiner='cross-encoder'."
     )
     retrievers: dict[str, str] = Field(
-        default_factory=dict,
+        default={},
         description="More phase-1 retrievers, name -> 'module:factory' (a callable taking the "
         "Settings and returning a retriever, or None when it is not configured); they run in "
         "the 'hybrid+graph' profiles beside web (serve/retrievers.py, "
         "docs/examples/faq_retriever.py).",
     )
     retriever_weights: dict[str, float] = Field(
-        default_factory=dict,
+        default={},
         description="Fusion weight of a list by name, for every content scope (a registered "
         "retriever's list weighs 1 otherwise).",
     )
