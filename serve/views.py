@@ -6,7 +6,9 @@ section with its propositions: one passage, several candidates, and fusion count
 votes apart (docs/experiments/2026-11-26-summary-levels.md measured the cost). Resolved, a
 document's summary and its only section are one candidate with two pieces of evidence.
 
-The unit (`cluster.types.view_of`, which retrievers attach to their hits with `with_view`):
+The unit (`cluster.types.view_of`, in each hit's metadata under `VIEW_ID`: the vector retriever
+sets it from the point's payload, the graph retriever from its projection, any other retriever
+over stored chunks with `with_view`):
 - a section is its own unit;
 - a proposition resolves to its section in the 'section' view (small to big: the passage shown
   holds the sentence that matched), and stays itself in the 'summary' view;
