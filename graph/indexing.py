@@ -12,17 +12,15 @@ deletes equals a single ingest of the documents that remain, whatever the batch 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-import numpy as np
 
 from rayweave.cluster.types import Chunk, Document, Entity
 from rayweave.graph.builders import build_graph
 from rayweave.graph.extraction import Extraction, encode_extraction
 from rayweave.graph.schema import CORPUS_SOURCES
 from rayweave.graph.store import GraphStore, WriteReport
-from rayweave.graph.synonyms import synonym_edges
+from rayweave.graph.synonym_index import NameIndex, SynonymUpdate, update_synonyms
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,32 +79,15 @@ def rebuild_corpus_edges(store: GraphStore) -> WriteReport:
     )
 
 
-def rebuild_synonyms(
-    store: GraphStore,
-    encode: Callable[[list[str]], np.ndarray],
-    *,
-    threshold: float,
-    max_per_entity: int,
-) -> int:
-    """Replace the namespace's SYNONYM_OF edges with those the encoder finds among every entity
-    name now stored (`graph/synonyms.py`); returns how many were written."""
-    rows = store.read(
-        "MATCH (e:Entity {ns: $ns}) RETURN e.id AS id, e.name AS name", op="rebuild_synonyms"
-    )
-    entities = sorted((str(r["id"]), str(r["name"])) for r in rows if r["name"])
-    edges = (
-        synonym_edges(
-            entities,
-            encode([name for _, name in entities]),
-            threshold=threshold,
-            max_per_entity=max_per_entity,
-        )
-        if entities
-        else []
-    )
-    store.write(
-        "MATCH (:Entity {ns: $ns})-[r:SYNONYM_OF]->(:Entity) DELETE r", op="rebuild_synonyms"
-    )
-    written = store.write_edges(edges, mode="replace") if edges else 0
-    store.touch()
-    return written
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntityLayerUpdate:
+    corpus: WriteReport
+    synonyms: SynonymUpdate | None
+
+
+def update_entity_layer(store: GraphStore, names: NameIndex | None) -> EntityLayerUpdate:
+    """The maintenance step after documents are written or deleted: the entity layer from the
+    stored chunks, then synonymy for the names that changed (none without a name index)."""
+    corpus = rebuild_corpus_edges(store)
+    synonyms = update_synonyms(store, names) if names is not None else None
+    return EntityLayerUpdate(corpus=corpus, synonyms=synonyms)
