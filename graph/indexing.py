@@ -11,7 +11,6 @@ deletes equals a single ingest of the documents that remain, whatever the batch 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -19,7 +18,8 @@ from rayweave.cluster.types import Chunk, Document, Entity
 from rayweave.graph.builders import build_graph
 from rayweave.graph.extraction import Extraction, encode_extraction
 from rayweave.graph.schema import CORPUS_SOURCES
-from rayweave.graph.store import GraphStore, WriteReport
+from rayweave.graph.store import GraphStore
+from rayweave.graph.store.layer_sync import EdgeSync
 from rayweave.graph.synonym_index import NameIndex, SynonymUpdate, update_synonyms
 
 
@@ -48,40 +48,46 @@ def index_batch(
     return IndexReport(documents=docs, chunks=written)
 
 
-def rebuild_corpus_edges(store: GraphStore) -> WriteReport:
-    """Build entities, topics and every rule-made edge from all stored chunks and replace the
-    previous ones (see module docstring). Readers see the old layer, then old and new together,
-    never neither: new rows are written first, what they do not repeat is deleted after."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CorpusPass:
+    """What the corpus pass changed: entities and edges written, edges that went, and edges
+    recomputed equal to what was stored (left alone)."""
+
+    entities: int
+    topics: int
+    edges: EdgeSync
+
+
+def rebuild_corpus_edges(store: GraphStore) -> CorpusPass:
+    """Build entities, topics and every rule-made edge from all stored chunks and make the
+    stored layer equal them (see module docstring), writing only rows that differ. Readers see
+    the old layer, then old and new together, never neither: new rows are written first, what
+    they do not repeat is deleted after."""
     chunks, mentions = store.chunks_and_mentions()
     if len(mentions) < len(chunks):  # written by an earlier version: keep its NER entities
         store.backfill_mentions()
         chunks, mentions = store.chunks_and_mentions()
     extractions = store.chunk_extractions()
     batch = build_graph(chunks, mentions, settings=store.settings, extractions=extractions)
-    run = uuid.uuid4().hex
-    entities = store.write_entities(batch.entities, mode="replace")
+    entities = store.sync_entities(batch.entities)
     topics = store.write_topics(batch.topics)
-    edges = store.write_edges(batch.edges, mode="replace", run=run)
+    edges = store.sync_edges(batch.edges, CORPUS_SOURCES)
     store.write(
         "MATCH (t:Topic {ns: $ns}) WHERE NOT t.key IN $keep DETACH DELETE t",
         {"keep": [store.key(t.id) for t in batch.topics]},
         op="rebuild_corpus_edges",
     )
-    store.delete_stale(run, CORPUS_SOURCES)
+    store.delete_unlisted_aliases()
     # Entities nothing introduces any more (a plural now merged into its singular, a deleted
     # document's names) go; a zero threshold drops no edge.
     store.prune(0.0)
-    store.refresh_entity_stats()  # mentions that went changed document frequencies
     store.touch()
-    distinct = len({(e.rel, e.src, e.dst) for e in batch.edges})
-    return WriteReport(
-        entities=entities, topics=topics, edges=edges, skipped_edges=distinct - edges
-    )
+    return CorpusPass(entities=entities, topics=topics, edges=edges)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EntityLayerUpdate:
-    corpus: WriteReport
+    corpus: CorpusPass
     synonyms: SynonymUpdate | None
 
 

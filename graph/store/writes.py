@@ -52,7 +52,7 @@ def _check_mode(mode: str) -> None:
         raise ValueError(f"write mode {mode!r} is not one of 'max', 'replace'")
 
 
-def _group_edges(edges: Sequence[EdgeRow], key: Callable[[str], str]) -> _EdgeGroups:
+def group_edges(edges: Sequence[EdgeRow], key: Callable[[str], str]) -> _EdgeGroups:
     """Edge rows by (type, end labels), one per pair of ends: the most confident, then the
     heaviest, of the duplicates a batch carries."""
     groups: _EdgeGroups = defaultdict(dict)
@@ -123,7 +123,7 @@ class GraphWrites(StoreConnection):
         """
         _check_mode(mode)
         written = 0
-        for (rel, src, dst), rows in _group_edges(edges, self.key).items():
+        for (rel, src, dst), rows in group_edges(edges, self.key).items():
             written += self._write_rows(
                 merge_edges_query(rel, src, dst, mode),
                 list(rows.values()),
