@@ -363,6 +363,14 @@ class GraphSettings(_Group):
     synonym_max_per_entity: int = Field(
         default=5, ge=1, description="Closest synonym partners kept per entity."
     )
+    maintenance: Literal["incremental", "full"] = Field(
+        default="incremental",
+        description="How the entity layer follows an ingest or delete: 'incremental' writes "
+        "only the entity and edge rows that changed and relinks synonyms only around names that "
+        "came or went (each name encoded once, kept in '<collection>-names'); 'full' rewrites "
+        "every row and re-encodes every name (the repair path `rayweave graph rebuild` takes, "
+        "and the baseline of `rayweave bench update`). Both leave the same graph.",
+    )
     # Language-model relations (rayweave.graph.extractor_factory, the ingest `ExtractFacts` stage).
     extractor: str | None = Field(
         default=None,

@@ -11,6 +11,7 @@ deletes equals a single ingest of the documents that remain, whatever the batch 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -58,20 +59,27 @@ class CorpusPass:
     edges: EdgeSync
 
 
-def rebuild_corpus_edges(store: GraphStore) -> CorpusPass:
+def rebuild_corpus_edges(store: GraphStore, *, full: bool = False) -> CorpusPass:
     """Build entities, topics and every rule-made edge from all stored chunks and make the
-    stored layer equal them (see module docstring), writing only rows that differ. Readers see
-    the old layer, then old and new together, never neither: new rows are written first, what
-    they do not repeat is deleted after."""
+    stored layer equal them (see module docstring), writing only rows that differ (`full`:
+    every row, for repair). Readers see the old layer, then old and new together, never
+    neither: new rows are written first, what they do not repeat is deleted after."""
     chunks, mentions = store.chunks_and_mentions()
     if len(mentions) < len(chunks):  # written by an earlier version: keep its NER entities
         store.backfill_mentions()
         chunks, mentions = store.chunks_and_mentions()
     extractions = store.chunk_extractions()
     batch = build_graph(chunks, mentions, settings=store.settings, extractions=extractions)
-    entities = store.sync_entities(batch.entities)
+    if full:
+        entities = store.write_entities(batch.entities, mode="replace")
+        run = uuid.uuid4().hex
+        written = store.write_edges(batch.edges, mode="replace", run=run)
+        gone = store.delete_stale(run, CORPUS_SOURCES)
+        edges = EdgeSync(edges_written=written, edges_deleted=gone, edges_unchanged=0)
+    else:
+        entities = store.sync_entities(batch.entities)
+        edges = store.sync_edges(batch.edges, CORPUS_SOURCES)
     topics = store.write_topics(batch.topics)
-    edges = store.sync_edges(batch.edges, CORPUS_SOURCES)
     store.write(
         "MATCH (t:Topic {ns: $ns}) WHERE NOT t.key IN $keep DETACH DELETE t",
         {"keep": [store.key(t.id) for t in batch.topics]},
@@ -91,9 +99,16 @@ class EntityLayerUpdate:
     synonyms: SynonymUpdate | None
 
 
-def update_entity_layer(store: GraphStore, names: NameIndex | None) -> EntityLayerUpdate:
+def update_entity_layer(
+    store: GraphStore, names: NameIndex | None, *, full: bool = False
+) -> EntityLayerUpdate:
     """The maintenance step after documents are written or deleted: the entity layer from the
-    stored chunks, then synonymy for the names that changed (none without a name index)."""
-    corpus = rebuild_corpus_edges(store)
-    synonyms = update_synonyms(store, names) if names is not None else None
+    stored chunks, then synonymy for the names that changed (none without a name index);
+    `full` rewrites every row and re-encodes every name."""
+    corpus = rebuild_corpus_edges(store, full=full)
+    synonyms = None
+    if names is not None:
+        if full:
+            names.store.drop()
+        synonyms = update_synonyms(store, names)
     return EntityLayerUpdate(corpus=corpus, synonyms=synonyms)

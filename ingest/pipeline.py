@@ -373,7 +373,7 @@ def finalize(settings: Settings, collection: str) -> tuple[int, int]:
     store = vector_store_for(settings, collection)
     try:
         names = name_index(settings, collection, dense_dim=store.spec().dense_dim)
-        update_entity_layer(graph, names)
+        update_entity_layer(graph, names, full=settings.graph.maintenance == "full")
         extractions = graph.chunk_extractions()
         if extractions or settings.graph.extractor is not None:
             _sync_facts(settings, collection, extractions)
