@@ -91,7 +91,9 @@ def update_synonyms(graph: GraphStore, names: NameIndex) -> SynonymUpdate:
     if not current:
         if stored:
             index.drop()
+        graph.mark_all()
         graph.write("MATCH (:Entity {ns: $ns})-[r:SYNONYM_OF]->() DELETE r", op="synonyms")
+        graph.touch()
         return SynonymUpdate(names=0, added=0, removed=len(stored), relinked=0, edges=0, full=True)
     _ensure(names)
     ids = {_point_id(n): n for n in current}
@@ -107,6 +109,7 @@ def update_synonyms(graph: GraphStore, names: NameIndex) -> SynonymUpdate:
     full = not stored or len(unlinked) + len(removed) > names.full_fraction * len(current)
     if full:
         edges = _all_pairs(index, sorted(current), rule)
+        graph.mark_all()
         graph.write("MATCH (:Entity {ns: $ns})-[r:SYNONYM_OF]->() DELETE r", op="synonyms")
         relinked = len(current)
     else:
@@ -114,6 +117,7 @@ def update_synonyms(graph: GraphStore, names: NameIndex) -> SynonymUpdate:
         relink = set(unlinked) | _neighbours_of([*gone.values(), *arrived.values()], index, rule)
         edges = _local_edges(index, relink, rule)
         ends = sorted({eid for eid, _ in relink} | {stored[pid][0] for pid in removed})
+        graph.mark(graph.key(eid) for eid in ends)
         graph.write(
             "MATCH (e:Entity {ns: $ns})-[r:SYNONYM_OF]-() WHERE e.id IN $ids DELETE r",
             {"ids": ends},

@@ -72,6 +72,7 @@ class GraphLayerSync(GraphWrites, StoreConnection):
                 else:
                     unchanged += 1
             if changed:
+                self.mark(r[end] for r in changed for end in ("s", "d"))
                 written += self._write_rows(
                     merge_edges_query(rel, src, dst, "replace"), changed, op="sync_edges", run=None
                 )
@@ -110,6 +111,7 @@ class GraphLayerSync(GraphWrites, StoreConnection):
         deleted = 0
         for (t, la, lb), rows in sorted(grouped.items()):
             rel, src, dst = RelType(t), NodeLabel(la), NodeLabel(lb)
+            self.mark(r[end] for r in rows for end in ("s", "d"))
             deleted += self._write_rows(
                 q(
                     f"UNWIND $rows AS r MATCH (a:{src.value} {{key: r.s}})-[e:{rel.value}]->"
