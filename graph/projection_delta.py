@@ -101,7 +101,7 @@ def read_delta(store: GraphStore, keys: Iterable[str], current: GraphProjection)
     delta.aliases = [
         (str(r["form"]), str(r["ekey"]))
         for r in store.read(
-            "UNWIND $keys AS k MATCH (a:Alias)-[:ALIAS_OF]->(e:Entity {key: k}) "
+            "UNWIND $keys AS k MATCH (e:Entity {key: k}) MATCH (a:Alias)-[:ALIAS_OF]->(e) "
             "RETURN a.norm AS form, e.key AS ekey",
             {"keys": entity_keys},
             op="projection_delta",
@@ -193,9 +193,11 @@ def _read_edges(store: GraphStore, delta: ProjectionDelta) -> None:
     params = {"keys": sorted(delta.keys), "types": types}
     weight = "coalesce(r.weight, 1.0) * coalesce(r.confidence, 1.0) AS w"
     for label in (NodeLabel.DOCUMENT, *_CHUNK_LABELS, NodeLabel.ENTITY):
+        # Each end is found by its key first: ArcadeDB plans `(a)-[r]->(b:L {key: k})` as a
+        # scan of every edge.
         for pattern in (
-            f"(a:{label.value} {{key: k}})-[r]->(b)",
-            f"(a)-[r]->(b:{label.value} {{key: k}})",
+            f"(a:{label.value} {{key: k}}) MATCH (a)-[r]->(b)",
+            f"(b:{label.value} {{key: k}}) MATCH (a)-[r]->(b)",
         ):
             for r in store.read(
                 f"UNWIND $keys AS k MATCH {pattern} WHERE type(r) IN $types "

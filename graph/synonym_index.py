@@ -119,15 +119,15 @@ def update_synonyms(graph: GraphStore, names: NameIndex) -> SynonymUpdate:
         ends = sorted({eid for eid, _ in relink} | {stored[pid][0] for pid in removed})
         graph.mark(graph.key(eid) for eid in ends)
         graph.write(
-            "MATCH (e:Entity {ns: $ns})-[r:SYNONYM_OF]-() WHERE e.id IN $ids DELETE r",
-            {"ids": ends},
+            "UNWIND $keys AS k MATCH (e:Entity {key: k}) MATCH (e)-[r:SYNONYM_OF]-() DELETE r",
+            {"keys": [graph.key(eid) for eid in ends]},
             op="synonyms",
         )
         relinked = len(relink)
     written = graph.write_edges(edges, mode="replace") if edges else 0
     graph.write(
-        "MATCH (e:Entity {ns: $ns}) WHERE e.id IN $ids SET e.synonyms = $rule",
-        {"ids": [eid for eid, _ in unlinked], "rule": rule.fingerprint},
+        "UNWIND $keys AS k MATCH (e:Entity {key: k}) SET e.synonyms = $rule",
+        {"keys": [graph.key(eid) for eid, _ in unlinked], "rule": rule.fingerprint},
         op="synonyms",
     )
     graph.touch()

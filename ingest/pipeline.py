@@ -336,8 +336,10 @@ def run_ingest(
     pools = _fused_pools(run) if resolve_layout(settings) == "fused" else _staged_pools(run)
     ds = _through_pools(_read_documents(settings, source, run.res), pools)
     _collect(ds, console, collection, source.total, summary)
+    linking = time.monotonic()
     with console.status("linking entities across documents and building the vector index"):
         summary.graph_nodes, summary.graph_edges = finalize(settings, collection)
+    summary.link_seconds = time.monotonic() - linking
     if settings.graph.extractor is not None and settings.graph.extractor.startswith("file:"):
         summary.notes.append(_file_match_note(settings, collection))
     summary.seconds = time.monotonic() - started

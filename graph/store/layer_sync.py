@@ -114,8 +114,9 @@ class GraphLayerSync(GraphWrites, StoreConnection):
             self.mark(r[end] for r in rows for end in ("s", "d"))
             deleted += self._write_rows(
                 q(
-                    f"UNWIND $rows AS r MATCH (a:{src.value} {{key: r.s}})-[e:{rel.value}]->"
-                    f"(b:{dst.value} {{key: r.d}}) DELETE e RETURN count(*) AS n"
+                    f"UNWIND $rows AS r MATCH (a:{src.value} {{key: r.s}}) "
+                    f"MATCH (b:{dst.value} {{key: r.d}}) MATCH (a)-[e:{rel.value}]->(b) "
+                    "DELETE e RETURN count(*) AS n"
                 ),
                 rows,
                 op="sync_edges",
