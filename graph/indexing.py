@@ -105,10 +105,13 @@ def update_entity_layer(
     """The maintenance step after documents are written or deleted: the entity layer from the
     stored chunks, then synonymy for the names that changed (none without a name index);
     `full` rewrites every row and re-encodes every name."""
+    if store.begin_maintenance():
+        store.mark_all()
     corpus = rebuild_corpus_edges(store, full=full)
     synonyms = None
     if names is not None:
         if full:
             names.store.drop()
         synonyms = update_synonyms(store, names)
+    store.end_maintenance()
     return EntityLayerUpdate(corpus=corpus, synonyms=synonyms)

@@ -18,6 +18,7 @@ the same edges: both paths score pairs from the same stored vectors through `par
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -81,7 +82,9 @@ class SynonymUpdate:
 
 def update_synonyms(graph: GraphStore, names: NameIndex) -> SynonymUpdate:
     """Bring `graph`'s SYNONYM_OF edges and the name index up to the entities now stored (see
-    module docstring)."""
+    module docstring). Ordered so that a run killed anywhere leaves the next one enough to
+    redo: new names enter the index first, entities are marked linked after their edges are
+    written, and names that went leave the index last."""
     index, rule = names.store, names.rule
     current = _entity_names(graph, rule)
     stored = _stored_names(index, rule)
@@ -89,22 +92,14 @@ def update_synonyms(graph: GraphStore, names: NameIndex) -> SynonymUpdate:
         index.drop()
         stored = {}
     if not current:
-        if stored:
-            index.drop()
-        graph.mark_all()
-        graph.write("MATCH (:Entity {ns: $ns})-[r:SYNONYM_OF]->() DELETE r", op="synonyms")
-        graph.touch()
-        return SynonymUpdate(names=0, added=0, removed=len(stored), relinked=0, edges=0, full=True)
+        return _clear(graph, index, len(stored))
     _ensure(names)
     ids = {_point_id(n): n for n in current}
     added = [n for pid, n in ids.items() if pid not in stored]
     removed = sorted(pid for pid in stored if pid not in ids)
-    gone = _vectors(index, removed)
     _add(index, added, names.encode, rule)
-    if removed:
-        index.delete({"chunk_id": removed})
-    # Entity nodes created since the last update lost their edges when they were last deleted,
-    # even where their name never left the index.
+    # Entity nodes created or renamed since they were last linked: their edges went with their
+    # last delete (even where the name never left the index), or were never written.
     unlinked = sorted(n for n, linked in current.items() if not linked)
     full = not stored or len(unlinked) + len(removed) > names.full_fraction * len(current)
     if full:
@@ -113,9 +108,11 @@ def update_synonyms(graph: GraphStore, names: NameIndex) -> SynonymUpdate:
         graph.write("MATCH (:Entity {ns: $ns})-[r:SYNONYM_OF]->() DELETE r", op="synonyms")
         relinked = len(current)
     else:
-        arrived = _vectors(index, [_point_id(n) for n in added])
-        relink = set(unlinked) | _neighbours_of([*gone.values(), *arrived.values()], index, rule)
-        edges = _local_edges(index, relink, rule)
+        skip = set(removed)
+        moved = [*_vectors(index, removed).values()]
+        moved += _vectors(index, [_point_id(n) for n in unlinked]).values()
+        relink = set(unlinked) | _neighbours_of(moved, index, rule, skip)
+        edges = _local_edges(index, relink, rule, skip)
         ends = sorted({eid for eid, _ in relink} | {stored[pid][0] for pid in removed})
         graph.mark(graph.key(eid) for eid in ends)
         graph.write(
@@ -126,10 +123,12 @@ def update_synonyms(graph: GraphStore, names: NameIndex) -> SynonymUpdate:
         relinked = len(relink)
     written = graph.write_edges(edges, mode="replace") if edges else 0
     graph.write(
-        "UNWIND $keys AS k MATCH (e:Entity {key: k}) SET e.synonyms = $rule",
-        {"keys": [graph.key(eid) for eid, _ in unlinked], "rule": rule.fingerprint},
+        "UNWIND $rows AS r MATCH (e:Entity {key: r.k}) SET e.synonyms = r.v",
+        {"rows": [{"k": graph.key(eid), "v": _link_mark(rule, name)} for eid, name in unlinked]},
         op="synonyms",
     )
+    if removed:
+        index.delete({"chunk_id": removed})
     graph.touch()
     return SynonymUpdate(
         names=len(current),
@@ -139,6 +138,20 @@ def update_synonyms(graph: GraphStore, names: NameIndex) -> SynonymUpdate:
         edges=written,
         full=full,
     )
+
+
+def _clear(graph: GraphStore, index: VectorStore, removed: int) -> SynonymUpdate:
+    """No entities: no synonyms and no index."""
+    index.drop()
+    graph.mark_all()
+    graph.write("MATCH (:Entity {ns: $ns})-[r:SYNONYM_OF]->() DELETE r", op="synonyms")
+    graph.touch()
+    return SynonymUpdate(names=0, added=0, removed=removed, relinked=0, edges=0, full=True)
+
+
+def _link_mark(rule: SynonymRule, name: str) -> str:
+    """What an entity linked under `rule` as `name` carries (a rename unlinks it)."""
+    return f"{rule.fingerprint}|{name}"
 
 
 def _ensure(names: NameIndex) -> None:
@@ -164,7 +177,9 @@ def _entity_names(graph: GraphStore, rule: SynonymRule) -> dict[Name, bool]:
         op="synonym_names",
     )
     return {
-        (str(r["id"]), str(r["name"])): r["linked"] == rule.fingerprint for r in rows if r["name"]
+        (str(r["id"]), str(r["name"])): r["linked"] == _link_mark(rule, str(r["name"]))
+        for r in rows
+        if r["name"]
     }
 
 
@@ -218,41 +233,45 @@ def _vectors(index: VectorStore, point_ids: Sequence[str]) -> dict[Name, np.ndar
 
 
 def _neighbours(
-    index: VectorStore, vector: np.ndarray, rule: SynonymRule
+    index: VectorStore, vector: np.ndarray, rule: SynonymRule, skip: AbstractSet[str]
 ) -> dict[Name, np.ndarray]:
     """Every indexed name whose stored score reaches (just under) the threshold, with its
-    vector: the limit doubles until the last hit falls below it."""
+    vector, but those in `skip` (names on their way out): the limit doubles until the last hit
+    falls below it."""
     limit = _FIRST_LIMIT
     floor = rule.threshold - 1e-4  # the exact comparison happens on the vectors, below
     while True:
         hits = index.query(VectorQuery(mode="dense", dense=vector, limit=limit, exact=True))
         if len(hits) < limit or hits[-1].score < floor:
-            close = [h.id for h in hits if h.score >= floor]
+            close = [h.id for h in hits if h.score >= floor and h.id not in skip]
             return _vectors(index, close)
         limit *= 4
 
 
 def _neighbours_of(
-    vectors: Sequence[np.ndarray], index: VectorStore, rule: SynonymRule
+    vectors: Sequence[np.ndarray], index: VectorStore, rule: SynonymRule, skip: AbstractSet[str]
 ) -> set[Name]:
     out: set[Name] = set()
     for v in vectors:
-        out.update(_neighbours(index, v, rule))
+        out.update(_neighbours(index, v, rule, skip))
     return out
 
 
-def _local_edges(index: VectorStore, relink: set[Name], rule: SynonymRule) -> list[EdgeRow]:
+def _local_edges(
+    index: VectorStore, relink: set[Name], rule: SynonymRule, skip: AbstractSet[str]
+) -> list[EdgeRow]:
     """SYNONYM_OF edges that touch `relink`: each name's own partner list, plus its
     neighbours' lists where they name it back."""
     vectors = _vectors(index, [_point_id(n) for n in sorted(relink)])
-    around = {n: _neighbours(index, v, rule) for n, v in vectors.items()}
+    around = {n: _neighbours(index, v, rule, skip) for n, v in vectors.items()}
     for near in around.values():
         vectors.update(near)
     lists = {n: partner_list(n, vectors[n], near, rule) for n, near in around.items()}
     for near in list(around.values()):
         for m in near:
             if m not in lists:
-                lists[m] = partner_list(m, vectors[m], _neighbours(index, vectors[m], rule), rule)
+                near_m = _neighbours(index, vectors[m], rule, skip)
+                lists[m] = partner_list(m, vectors[m], near_m, rule)
     pairs = {
         (min(n, m), max(n, m))
         for n, partners in lists.items()

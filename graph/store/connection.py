@@ -274,6 +274,25 @@ class StoreConnection:
         )
         return merge_changes(version, to, entries)
 
+    def begin_maintenance(self) -> bool:
+        """Flag the namespace's corpus-wide upkeep as under way; True when a previous run left
+        the flag set (it died before its change-log entries named what it wrote, so the next
+        entry must be full; a concurrent run costs replicas a whole load, nothing worse)."""
+        rows = self.write(
+            f"MERGE (s:{STAMP_LABEL} {{key: $key}}) ON CREATE SET s.ns = $ns "
+            "WITH s, coalesce(s.maintaining, false) AS was SET s.maintaining = true RETURN was",
+            {"key": self.key(STAMP_LABEL)},
+            op="maintenance",
+        )
+        return bool(rows and rows[0]["was"])
+
+    def end_maintenance(self) -> None:
+        self.write(
+            f"MATCH (s:{STAMP_LABEL} {{key: $key}}) SET s.maintaining = false",
+            {"key": self.key(STAMP_LABEL)},
+            op="maintenance",
+        )
+
     def mark(self, keys: Iterable[str]) -> None:
         """Keys of nodes whose projected row or incident edges the write under way changes;
         the next `touch` logs them."""

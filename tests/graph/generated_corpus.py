@@ -129,3 +129,23 @@ def name_index(folder: Path, namespace: str) -> NameIndex:
         rule=RULE,
         full_fraction=1.0,  # every update takes the incremental path
     )
+
+
+def random_change(
+    rng: random.Random, store: GraphStore, live: dict[str, GeneratedDoc], n: int
+) -> str:
+    """Add, edit or delete one document of `live` (step `n`) in `store`; says which."""
+    op = rng.choice(["add", "edit", "delete"]) if len(live) > 3 else "add"
+    if op == "add":
+        doc_id = f"D{100 + n}"
+        live[doc_id] = generate(rng, doc_id, n)
+        write(store, [live[doc_id]])
+        return f"add {doc_id}"
+    doc_id = rng.choice(sorted(live))
+    store.delete_document(doc_id)
+    if op == "edit":
+        live[doc_id] = generate(rng, doc_id, n)
+        write(store, [live[doc_id]])
+    else:
+        del live[doc_id]
+    return f"{op} {doc_id}"

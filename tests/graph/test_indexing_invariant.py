@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests_support import graph_snapshot
@@ -15,14 +16,14 @@ from tests_support import graph_snapshot
 from rayweave.graph.indexing import update_entity_layer
 from rayweave.graph.store import GraphStore
 
-from .generated_corpus import GeneratedDoc, generate, name_index, write
+from .generated_corpus import GeneratedDoc, generate, name_index, random_change, write
 
 pytestmark = pytest.mark.integration
 
 
 def fresh_snapshot(
     graph_store: GraphStore, folder: Path, name: str, docs: list[GeneratedDoc]
-) -> object:
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     fresh = graph_store.for_namespace(f"{graph_store.ns}-{name}")
     names = name_index(folder / name, fresh.ns)
     try:
@@ -45,23 +46,8 @@ def test_random_updates_leave_the_graph_a_fresh_ingest_would_build(
     live: dict[str, GeneratedDoc] = {f"D{i}": generate(rng, f"D{i}", 0) for i in range(6)}
     write(graph_store, list(live.values()))
     update_entity_layer(graph_store, names)
-    next_id, version = 6, 1
     for step in range(8):
-        op = rng.choice(["add", "edit", "delete"]) if len(live) > 3 else "add"
-        if op == "add":
-            doc_id = f"D{next_id}"
-            next_id += 1
-            live[doc_id] = generate(rng, doc_id, version)
-            write(graph_store, [live[doc_id]])
-        else:
-            doc_id = rng.choice(sorted(live))
-            graph_store.delete_document(doc_id)
-            if op == "edit":
-                live[doc_id] = generate(rng, doc_id, version)
-                write(graph_store, [live[doc_id]])
-            else:
-                del live[doc_id]
-        version += 1
+        change = random_change(rng, graph_store, live, step + 1)
         update = update_entity_layer(graph_store, names)
         assert update.synonyms is not None
         assert not update.synonyms.full
@@ -69,11 +55,11 @@ def test_random_updates_leave_the_graph_a_fresh_ingest_would_build(
         expected = fresh_snapshot(graph_store, tmp_path, f"fresh{step}", list(live.values()))
         got = graph_snapshot(graph_store)
         assert got == expected, (
-            f"seed {seed}, step {step}: {op} {doc_id}: "
-            f"only after updates {sorted(set(got[0]) - set(expected[0]))[:5]} "  # type: ignore[index]
-            f"{sorted(set(got[1]) - set(expected[1]))[:5]}; "  # type: ignore[index]
-            f"only fresh {sorted(set(expected[0]) - set(got[0]))[:5]} "  # type: ignore[index]
-            f"{sorted(set(expected[1]) - set(got[1]))[:5]}"  # type: ignore[index]
+            f"seed {seed}, step {step}: {change}: "
+            f"only after updates {sorted(set(got[0]) - set(expected[0]))[:5]} "
+            f"{sorted(set(got[1]) - set(expected[1]))[:5]}; "
+            f"only fresh {sorted(set(expected[0]) - set(got[0]))[:5]} "
+            f"{sorted(set(expected[1]) - set(got[1]))[:5]}"
         )
     # The repair path (every row rewritten, every name re-encoded) finds nothing to change.
     update_entity_layer(graph_store, names, full=True)

@@ -15,7 +15,7 @@ from rayweave.graph.projection import GraphProjection, ProjectionHolder, load_pr
 from rayweave.graph.projection_delta import apply_delta, projection_updates, read_delta
 from rayweave.graph.store import GraphStore
 
-from .generated_corpus import GeneratedDoc, generate, name_index, write
+from .generated_corpus import generate, name_index, random_change, write
 
 pytestmark = pytest.mark.integration
 
@@ -41,22 +41,6 @@ def signature(p: GraphProjection) -> tuple[Any, ...]:
     return chunks, entities, edges, aliases, keys
 
 
-def step(rng: random.Random, store: GraphStore, live: dict[str, GeneratedDoc], n: int) -> None:
-    op = rng.choice(["add", "edit", "delete"]) if len(live) > 3 else "add"
-    if op == "add":
-        doc_id = f"D{100 + n}"
-        live[doc_id] = generate(rng, doc_id, n)
-        write(store, [live[doc_id]])
-        return
-    doc_id = rng.choice(sorted(live))
-    store.delete_document(doc_id)
-    if op == "edit":
-        live[doc_id] = generate(rng, doc_id, n)
-        write(store, [live[doc_id]])
-    else:
-        del live[doc_id]
-
-
 @pytest.mark.parametrize("seed", [3, 4])
 def test_deltas_keep_a_projection_equal_to_a_fresh_load(
     seed: int, graph_store: GraphStore, tmp_path: Path
@@ -69,7 +53,7 @@ def test_deltas_keep_a_projection_equal_to_a_fresh_load(
     current = load_projection(graph_store)
     touched = []
     for n in range(1, 9):
-        step(rng, graph_store, live, n)
+        random_change(rng, graph_store, live, n)
         update_entity_layer(graph_store, names)
         changes = graph_store.changes_since(current.version)
         assert not changes.full, f"step {n}: a write logged no keys"
@@ -97,7 +81,7 @@ def test_the_holder_updates_by_delta_and_reloads_when_the_log_is_cut(
     holder = ProjectionHolder(lambda: load_projection(graph_store), updates, refresh_s=0)
     first = holder.current
     assert holder.refresh() is False
-    step(rng, graph_store, live, 1)
+    random_change(rng, graph_store, live, 1)
     update_entity_layer(graph_store, names)
     assert holder.refresh() is True
     by_delta = holder.current
@@ -106,7 +90,7 @@ def test_the_holder_updates_by_delta_and_reloads_when_the_log_is_cut(
     # Entries older than the last one are gone: a replica this far behind reloads whole.
     kept = graph_store.settings.model_copy(update={"change_log_entries": 1})
     graph_store.settings = kept
-    step(rng, graph_store, live, 2)
+    random_change(rng, graph_store, live, 2)
     update_entity_layer(graph_store, names)
     assert graph_store.changes_since(by_delta.version).full
     holder_behind = ProjectionHolder(lambda: first, updates, refresh_s=0)

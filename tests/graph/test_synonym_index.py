@@ -142,3 +142,24 @@ def test_another_rule_or_encoder_rebuilds_the_index(
     )
     assert (rebuilt.full, rebuilt.added) == (True, 2)
     assert edges(graph_store) == set()
+
+
+def test_a_run_killed_midway_leaves_the_next_enough_to_redo(
+    graph_store: GraphStore, names: NameIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add(graph_store, "Alpha", "Alpha Beta", "Alpha Gamma", "Delta")
+    update_synonyms(graph_store, names)
+    remove(graph_store, "Alpha Beta")
+    add(graph_store, "Alpha Zeta")
+
+    def killed(*args: object, **kwargs: object) -> int:
+        raise RuntimeError("killed")
+
+    # Dies after the new name entered the index and the old edges went, before any was written.
+    monkeypatch.setattr(graph_store, "write_edges", killed)
+    with pytest.raises(RuntimeError):
+        update_synonyms(graph_store, names)
+    monkeypatch.undo()
+    assert edges(graph_store) != all_pairs(graph_store, names.rule)
+    update_synonyms(graph_store, names)
+    assert edges(graph_store) == all_pairs(graph_store, names.rule)

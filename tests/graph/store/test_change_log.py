@@ -49,3 +49,18 @@ def test_writes_log_their_keys_and_old_entries_are_dropped(graph_store: GraphSto
     assert graph_store.changes_since(3).keys == {"z"}
     graph_store.drop_namespace()
     assert graph_store.version().version == 0
+
+
+@pytest.mark.integration
+def test_after_an_upkeep_that_died_the_next_entry_is_full(graph_store: GraphStore) -> None:
+    from rayweave.graph.indexing import update_entity_layer
+
+    update_entity_layer(graph_store, None)
+    done = graph_store.version().version
+    assert not graph_store.changes_since(done - 1).full
+    assert graph_store.begin_maintenance() is False  # then killed: its writes were not logged
+    update_entity_layer(graph_store, None)
+    assert graph_store.changes_since(done).full
+    after = graph_store.version().version
+    update_entity_layer(graph_store, None)
+    assert not graph_store.changes_since(after).full
