@@ -70,6 +70,8 @@ def rebuild_corpus_edges(store: GraphStore, *, full: bool = False) -> CorpusPass
         chunks, mentions = store.chunks_and_mentions()
     extractions = store.chunk_extractions()
     batch = build_graph(chunks, mentions, settings=store.settings, extractions=extractions)
+    # Edges are written only between nodes that exist: topics first, as entities.
+    topics = store.write_topics(batch.topics)
     if full:
         entities = store.write_entities(batch.entities, mode="replace")
         run = uuid.uuid4().hex
@@ -79,7 +81,6 @@ def rebuild_corpus_edges(store: GraphStore, *, full: bool = False) -> CorpusPass
     else:
         entities = store.sync_entities(batch.entities)
         edges = store.sync_edges(batch.edges, CORPUS_SOURCES)
-    topics = store.write_topics(batch.topics)
     store.write(
         "MATCH (t:Topic {ns: $ns}) WHERE NOT t.key IN $keep DETACH DELETE t",
         {"keep": [store.key(t.id) for t in batch.topics]},
