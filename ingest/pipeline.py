@@ -373,8 +373,8 @@ def finalize(settings: Settings, collection: str) -> tuple[int, int]:
 
     graph = open_graph_store(settings, namespace=collection)
     store = vector_store_for(settings, collection)
+    names = name_index(settings, collection, dense_dim=store.spec().dense_dim)
     try:
-        names = name_index(settings, collection, dense_dim=store.spec().dense_dim)
         update_entity_layer(graph, names, full=settings.graph.maintenance == "full")
         extractions = graph.chunk_extractions()
         if extractions or settings.graph.extractor is not None:
@@ -382,13 +382,16 @@ def finalize(settings: Settings, collection: str) -> tuple[int, int]:
         counts = graph.counts()
     finally:
         graph.close()
+        if names is not None:
+            names.store.close()
     store.optimize()
     return sum(counts.nodes.values()), sum(counts.relationships.values())
 
 
 def name_index(settings: Settings, collection: str, *, dense_dim: int) -> NameIndex | None:
     """The namespace's entity-name index for synonymy (None when `graph.synonym_threshold` is
-    1.0); the dense encoder loads only if a name needs encoding."""
+    1.0); the dense encoder loads only if a name needs encoding. Embedded, it is opened in this
+    process (only the upkeep reads it: no actor per namespace); close it after use."""
     from rayweave.cluster.vectors.service import vector_store_for
     from rayweave.graph.synonym_index import NameIndex, SynonymRule, names_collection
     from rayweave.models.factory import build_dense_encoder
@@ -397,7 +400,7 @@ def name_index(settings: Settings, collection: str, *, dense_dim: int) -> NameIn
         return None
     name = names_collection(collection)
     return NameIndex(
-        store=vector_store_for(settings, name),
+        store=vector_store_for(settings, name, shared=False),
         collection=name,
         encode=lambda texts: build_dense_encoder(settings.models).encode(texts, kind="query"),
         dense_dim=dense_dim,
