@@ -235,13 +235,12 @@ class EntityResolver:
             surfaces: Counter[str] = Counter()
             kinds: Counter[str] = Counter()
             aliases: set[str] = set(members)
+            title_surface = ""
             for c in cands:
                 surfaces.update(c.surfaces)
                 kinds.update(c.kinds)
                 aliases |= c.aliases
-            # Not the first title met: chunk order is storage order, which updates change.
-            titles = [c.title_surface for c in cands if c.title_surface]
-            title_surface = max(titles, key=lambda t: (surfaces[t], t)) if titles else ""
+                title_surface = title_surface or c.title_surface
             for m in members:
                 tail = short_name(m)
                 if tail and is_informative(tail):
