@@ -561,6 +561,25 @@ def bench_graph(
     )
 
 
+@bench_app.command("update")
+def bench_update(
+    collections: Annotated[
+        list[str],
+        typer.Option("--collection", help="Ingested namespace(s) to measure (repeat for sizes)."),
+    ],
+    config: ConfigOpt = None,
+    as_json: JsonOutOpt = None,
+) -> None:
+    """One document added and deleted per namespace, incremental upkeep beside the full pass,
+    the projection's delta refresh beside a whole load, and the full rebuild's time and peak
+    driver memory."""
+    from rayweave.bench.update import run_update_bench
+
+    settings = _run(lambda: _settings(config))
+    with ray_output_to_log(settings):
+        _run(lambda: run_update_bench(settings, collections, console=out, json_path=as_json))
+
+
 @bench_app.command("code-set")
 def bench_code_set(
     out_dir: Annotated[Path, typer.Argument(help="Folder to write the BEIR set into.")],
@@ -672,6 +691,23 @@ def graph_prune(
         )
     )
     out.print(result.render(), markup=False, highlight=False)
+
+
+@graph_app.command("rebuild")
+def graph_rebuild(config: ConfigOpt = None, collection: CollectionOpt = None) -> None:
+    """Rebuild the namespace's entity layer, synonyms and facts from its stored chunks, writing
+    every row (after settings that shape the graph changed, or to repair)."""
+    from rayweave.cluster.services.runtime import connect
+    from rayweave.ingest.pipeline import finalize
+
+    settings = _run(lambda: _settings(config, collection))
+    full = settings.model_copy(
+        update={"graph": settings.graph.model_copy(update={"maintenance": "full"})}
+    )
+    with ray_output_to_log(settings):
+        _run(lambda: connect(settings))
+        nodes, edges = _run(lambda: finalize(full, settings.qdrant.collection))
+    out.print(f"graph {settings.qdrant.collection}: {nodes} nodes, {edges} relationships")
 
 
 @graph_app.command("export-extractions")

@@ -363,6 +363,26 @@ class GraphSettings(_Group):
     synonym_max_per_entity: int = Field(
         default=5, ge=1, description="Closest synonym partners kept per entity."
     )
+    change_log_entries: int = Field(
+        default=512,
+        ge=1,
+        description="Change-log entries kept per namespace: a graph replica whose projection is "
+        "older than the oldest reloads it whole instead of re-reading the nodes the entries name.",
+    )
+    change_log_max_keys: int = Field(
+        default=50_000,
+        ge=0,
+        description="Node keys one change-log entry names at most; a write that touched more "
+        "logs a full entry (replicas reload whole, as they would re-read most nodes anyway).",
+    )
+    maintenance: Literal["incremental", "full"] = Field(
+        default="incremental",
+        description="How the entity layer follows an ingest or delete: 'incremental' writes "
+        "only the entity and edge rows that changed and relinks synonyms only around names that "
+        "came or went (each name encoded once, kept in '<collection>-names'); 'full' rewrites "
+        "every row and re-encodes every name (the repair path `rayweave graph rebuild` takes, "
+        "and the baseline of `rayweave bench update`). Both leave the same graph.",
+    )
     # Language-model relations (rayweave.graph.extractor_factory, the ingest `ExtractFacts` stage).
     extractor: str | None = Field(
         default=None,

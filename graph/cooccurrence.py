@@ -23,7 +23,18 @@ _MAX_UNIT_ENTITIES = 64
 _Pair = TypeVar("_Pair")
 
 
-def npmi(joint: int, a: int, b: int, total: int) -> float:
+def corpus_scale(count: int) -> float:
+    """The corpus size that frequency statistics divide by: `count` rounded up to a step of
+    2**(1/4) (19%). NPMI and frequency fractions then move when the corpus grows or shrinks by
+    a step, not with every document: an update rewrites the co-occurrence weights once per
+    step instead of each time, and a fresh ingest of the same documents takes the same step.
+    Within a step the scale is at most 19% above the count: log-odds shift by at most 0.17."""
+    if count <= 0:
+        return 0.0
+    return float(2.0 ** (math.ceil(4 * math.log2(count) - 1e-9) / 4))
+
+
+def npmi(joint: int, a: int, b: int, total: float) -> float:
     """Normalised pointwise mutual information in [-1, 1] from co-occurrence counts."""
     if joint <= 0 or total <= 0:
         return -1.0
@@ -81,7 +92,7 @@ def related_edges(units: Sequence[set[str]], settings: GraphSettings) -> list[Ed
     Weight and confidence are the NPMI damped by support (count / (count + 1)). Each edge is
     stored once, from the smaller id to the larger; traversals follow it both ways.
     """
-    total = len(units)
+    total = corpus_scale(len(units))
     if total == 0:
         return []
     df: Counter[str] = Counter()
@@ -182,7 +193,7 @@ def _keyword_partners(
     doc_keywords: Mapping[str, set[str]], df: Mapping[str, int], settings: GraphSettings
 ) -> dict[str, tuple[float, str]]:
     """keyword -> (NPMI, partner) for each frequent keyword's strongest frequent partner."""
-    total = len(doc_keywords)
+    total = corpus_scale(len(doc_keywords))
     frequent = {k for k, n in df.items() if n >= settings.topic_min_support}
     joint: Counter[tuple[str, str]] = Counter()
     for kws in doc_keywords.values():

@@ -235,12 +235,13 @@ class EntityResolver:
             surfaces: Counter[str] = Counter()
             kinds: Counter[str] = Counter()
             aliases: set[str] = set(members)
-            title_surface = ""
             for c in cands:
                 surfaces.update(c.surfaces)
                 kinds.update(c.kinds)
                 aliases |= c.aliases
-                title_surface = title_surface or c.title_surface
+            # Not the first title met: chunk order is storage order, which updates change.
+            titles = [c.title_surface for c in cands if c.title_surface]
+            title_surface = max(titles, key=lambda t: (surfaces[t], t)) if titles else ""
             for m in members:
                 tail = short_name(m)
                 if tail and is_informative(tail):

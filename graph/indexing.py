@@ -12,17 +12,16 @@ deletes equals a single ingest of the documents that remain, whatever the batch 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-import numpy as np
 
 from rayweave.cluster.types import Chunk, Document, Entity
 from rayweave.graph.builders import build_graph
 from rayweave.graph.extraction import Extraction, encode_extraction
 from rayweave.graph.schema import CORPUS_SOURCES
-from rayweave.graph.store import GraphStore, WriteReport
-from rayweave.graph.synonyms import synonym_edges
+from rayweave.graph.store import GraphStore
+from rayweave.graph.store.layer_sync import EdgeSync
+from rayweave.graph.synonym_index import NameIndex, SynonymUpdate, update_synonyms
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,63 +49,70 @@ def index_batch(
     return IndexReport(documents=docs, chunks=written)
 
 
-def rebuild_corpus_edges(store: GraphStore) -> WriteReport:
-    """Build entities, topics and every rule-made edge from all stored chunks and replace the
-    previous ones (see module docstring). Readers see the old layer, then old and new together,
-    never neither: new rows are written first, what they do not repeat is deleted after."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CorpusPass:
+    """What the corpus pass changed: entities and edges written, edges that went, and edges
+    recomputed equal to what was stored (left alone)."""
+
+    entities: int
+    topics: int
+    edges: EdgeSync
+
+
+def rebuild_corpus_edges(store: GraphStore, *, full: bool = False) -> CorpusPass:
+    """Build entities, topics and every rule-made edge from all stored chunks and make the
+    stored layer equal them (see module docstring), writing only rows that differ (`full`:
+    every row, for repair). Readers see the old layer, then old and new together, never
+    neither: new rows are written first, what they do not repeat is deleted after."""
     chunks, mentions = store.chunks_and_mentions()
     if len(mentions) < len(chunks):  # written by an earlier version: keep its NER entities
         store.backfill_mentions()
         chunks, mentions = store.chunks_and_mentions()
     extractions = store.chunk_extractions()
     batch = build_graph(chunks, mentions, settings=store.settings, extractions=extractions)
-    run = uuid.uuid4().hex
-    entities = store.write_entities(batch.entities, mode="replace")
+    # Edges are written only between nodes that exist: topics first, as entities.
     topics = store.write_topics(batch.topics)
-    edges = store.write_edges(batch.edges, mode="replace", run=run)
+    if full:
+        entities = store.write_entities(batch.entities, mode="replace")
+        run = uuid.uuid4().hex
+        written = store.write_edges(batch.edges, mode="replace", run=run)
+        gone = store.delete_stale(run, CORPUS_SOURCES)
+        edges = EdgeSync(edges_written=written, edges_deleted=gone, edges_unchanged=0)
+    else:
+        entities = store.sync_entities(batch.entities)
+        edges = store.sync_edges(batch.edges, CORPUS_SOURCES)
     store.write(
         "MATCH (t:Topic {ns: $ns}) WHERE NOT t.key IN $keep DETACH DELETE t",
         {"keep": [store.key(t.id) for t in batch.topics]},
         op="rebuild_corpus_edges",
     )
-    store.delete_stale(run, CORPUS_SOURCES)
+    store.delete_unlisted_aliases()
     # Entities nothing introduces any more (a plural now merged into its singular, a deleted
     # document's names) go; a zero threshold drops no edge.
     store.prune(0.0)
-    store.refresh_entity_stats()  # mentions that went changed document frequencies
     store.touch()
-    distinct = len({(e.rel, e.src, e.dst) for e in batch.edges})
-    return WriteReport(
-        entities=entities, topics=topics, edges=edges, skipped_edges=distinct - edges
-    )
+    return CorpusPass(entities=entities, topics=topics, edges=edges)
 
 
-def rebuild_synonyms(
-    store: GraphStore,
-    encode: Callable[[list[str]], np.ndarray],
-    *,
-    threshold: float,
-    max_per_entity: int,
-) -> int:
-    """Replace the namespace's SYNONYM_OF edges with those the encoder finds among every entity
-    name now stored (`graph/synonyms.py`); returns how many were written."""
-    rows = store.read(
-        "MATCH (e:Entity {ns: $ns}) RETURN e.id AS id, e.name AS name", op="rebuild_synonyms"
-    )
-    entities = sorted((str(r["id"]), str(r["name"])) for r in rows if r["name"])
-    edges = (
-        synonym_edges(
-            entities,
-            encode([name for _, name in entities]),
-            threshold=threshold,
-            max_per_entity=max_per_entity,
-        )
-        if entities
-        else []
-    )
-    store.write(
-        "MATCH (:Entity {ns: $ns})-[r:SYNONYM_OF]->(:Entity) DELETE r", op="rebuild_synonyms"
-    )
-    written = store.write_edges(edges, mode="replace") if edges else 0
-    store.touch()
-    return written
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntityLayerUpdate:
+    corpus: CorpusPass
+    synonyms: SynonymUpdate | None
+
+
+def update_entity_layer(
+    store: GraphStore, names: NameIndex | None, *, full: bool = False
+) -> EntityLayerUpdate:
+    """The maintenance step after documents are written or deleted: the entity layer from the
+    stored chunks, then synonymy for the names that changed (none without a name index);
+    `full` rewrites every row and re-encodes every name."""
+    if store.begin_maintenance():
+        store.mark_all()
+    corpus = rebuild_corpus_edges(store, full=full)
+    synonyms = None
+    if names is not None:
+        if full:
+            names.store.drop()
+        synonyms = update_synonyms(store, names)
+    store.end_maintenance()
+    return EntityLayerUpdate(corpus=corpus, synonyms=synonyms)

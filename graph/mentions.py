@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from rayweave.cluster.types import Chunk, Entity
+from rayweave.graph.cooccurrence import corpus_scale
 from rayweave.graph.edges import EdgeAccumulator, chunk_ref, entity_ref
 from rayweave.graph.entities import EntityResolver
 from rayweave.graph.extraction import Extraction
@@ -171,9 +172,10 @@ def generic_entities(
     max_df: float,
 ) -> set[str]:
     unit_of_chunk = {ref.id: unit for ref, unit in units.items()}
-    total = len(set(units.values()))
-    if total < 50:
+    count = len(set(units.values()))
+    if count < 50:
         return set()
+    total = corpus_scale(count)
     seen: dict[str, set[NodeRef]] = defaultdict(set)
     for cid, ents in found.items():
         unit = unit_of_chunk.get(cid)

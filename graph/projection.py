@@ -7,10 +7,11 @@ group, a symmetric weighted adjacency (weight x confidence of the stored edge). 
 no Cypher round trip. The Cypher store stays the system of record (writes, deletes, the search
 page's graph view, conversations).
 
-Freshness: every write path stamps the namespace (`GraphStore.touch`); `ProjectionHolder` polls
-the stamp off the hot path and swaps in a rebuilt projection when it changed. A query never waits
-for a rebuild; a chunk deleted since the last build can still be scored by the graph, but
-hydration drops ids that are no longer visible, so it is never returned.
+Freshness: every write path logs what it touched (`GraphStore.touch`, the change log);
+`ProjectionHolder` polls it off the hot path and swaps in a projection updated by delta
+(`graph/projection_delta.py`) or reloaded whole. A query never waits for either; a chunk deleted
+since the last swap can still be scored by the graph, but hydration drops ids that are no longer
+visible, so it is never returned.
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ class GraphProjection:
     aliases: dict[str, np.ndarray]  # normalised surface form -> entity rows
     relations: dict[str, sp.csr_matrix]
     stamp: str | None = None
+    version: int = 0  # the change-log version it reflects (`graph/projection_delta.py`)
+    keys: dict[str, int] = field(default_factory=dict)  # node key -> row, for deltas
     built_s: float = 0.0
     _transitions: dict[tuple[tuple[str, tuple[float, float]], ...], Transition] = field(
         default_factory=dict
@@ -272,12 +275,12 @@ class ProjectionBuilder:
         vals.append(weight)
         return True
 
-    def build(self, *, stamp: str | None = None) -> GraphProjection:
+    def build(self, *, stamp: str | None = None, version: int = 0) -> GraphProjection:
         n = len(self._ids)
         relations: dict[str, sp.csr_matrix] = {}
         for group, (rows, cols, vals) in self._edges.items():
             if rows:
-                relations[group] = _strongest(
+                relations[group] = strongest(
                     np.asarray(rows, dtype=np.int64),
                     np.asarray(cols, dtype=np.int64),
                     np.asarray(vals, dtype=np.float32),
@@ -300,10 +303,12 @@ class ProjectionBuilder:
             aliases={k: np.asarray(v, dtype=np.int32) for k, v in self._aliases.items()},
             relations=relations,
             stamp=stamp,
+            version=version,
+            keys=self._by_key,
         )
 
 
-def _strongest(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n: int) -> sp.csr_matrix:
+def strongest(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n: int) -> sp.csr_matrix:
     """A CSR matrix of the edges, parallel duplicates keeping the strongest weight (not the
     sum: the same mention stored twice is no stronger)."""
     pair = rows * n + cols
@@ -346,7 +351,7 @@ def load_projection(
 ) -> GraphProjection:
     """Read the namespace of `store` into a projection (a handful of streaming reads)."""
     started = time.perf_counter()
-    stamp = store.stamp()
+    at = store.version()
     b = ProjectionBuilder()
     proxies: dict[str, str] = {}  # document key -> id, for documents without a summary chunk
     for r in store.read(
@@ -394,24 +399,25 @@ def load_projection(
                     b.add_edge(group, str(r["s"]), str(r["d"]), float(r["w"]))
         if progress is not None:
             progress(group)
-    projection = b.build(stamp=stamp)
+    projection = b.build(stamp=at.stamp, version=at.version)
     projection.built_s = time.perf_counter() - started
     return projection
 
 
 class ProjectionHolder:
-    """The current projection of a namespace, rebuilt in the background when the store's stamp
-    changes and swapped in whole (readers never see a half-built one)."""
+    """The current projection of a namespace, brought up to date in the background when the
+    store changes and swapped in whole (readers never see a half-built one). `update` returns
+    None when nothing changed, else the new projection (`projection_delta.projection_updates`:
+    by delta where the change log allows, else a whole load)."""
 
     def __init__(
         self,
         load: Callable[[], GraphProjection],
-        stamp: Callable[[], str | None],
+        update: Callable[[GraphProjection], GraphProjection | None],
         *,
         refresh_s: float,
     ) -> None:
-        self._load = load
-        self._stamp = stamp
+        self._update = update
         self._refresh_s = refresh_s
         self._current = load()
         self._stop = threading.Event()
@@ -425,10 +431,11 @@ class ProjectionHolder:
         return self._current
 
     def refresh(self) -> bool:
-        """Rebuild now if the store changed since the current build; True if swapped."""
-        if self._stamp() == self._current.stamp:
+        """Update now if the store changed since the current projection; True if swapped."""
+        updated = self._update(self._current)
+        if updated is None:
             return False
-        self._current = self._load()
+        self._current = updated
         return True
 
     def close(self) -> None:

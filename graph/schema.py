@@ -262,6 +262,8 @@ def schema_statements() -> list[str]:
             f"FOR (n:{label.value}) REQUIRE n.key IS UNIQUE"
         )
         statements.append(f"CREATE INDEX rw_{low}_ns IF NOT EXISTS FOR (n:{label.value}) ON (n.ns)")
+    # The change log is read by namespace and version (`graph/store/change_log.py`).
+    statements.append("CREATE INDEX rw_graphchange_ns IF NOT EXISTS FOR (n:GraphChange) ON (n.ns)")
     # The Level.DOCUMENT chunk id of a Document, so chunk ids of every level resolve by one seek.
     statements.append("CREATE INDEX rw_document_ckey IF NOT EXISTS FOR (n:Document) ON (n.ckey)")
     for label in (NodeLabel.SECTION, NodeLabel.PROPOSITION):

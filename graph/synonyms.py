@@ -11,7 +11,7 @@ synonyms (years, versions and error codes distinguish things: "1944 San Juan ear
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -24,6 +24,20 @@ def numbers(name: str) -> tuple[str, ...]:
     return tuple(_NUMBER.findall(name))
 
 
+def is_candidate(a: str, b: str) -> bool:
+    """Two names may be synonyms: their numbers agree and they are not the same name."""
+    return numbers(a) == numbers(b) and " ".join(a.casefold().split()) != " ".join(
+        b.casefold().split()
+    )
+
+
+def top_partners(
+    candidates: Iterable[tuple[float, int]], max_per_entity: int
+) -> list[tuple[float, int]]:
+    """A name's kept partners: the closest first, ties to the earlier index."""
+    return sorted(candidates, key=lambda p: (-p[0], p[1]))[:max_per_entity]
+
+
 def synonym_pairs(
     names: Sequence[str],
     vectors: np.ndarray,
@@ -34,7 +48,9 @@ def synonym_pairs(
 ) -> list[tuple[int, int, float]]:
     """Pairs `(i, j, cosine)` with `i < j` among L2-normalised `vectors` at or above
     `threshold`, each index in at most `max_per_entity` kept pairs as its own best partners,
-    numbers agreeing (see module docstring). Blocked, so memory stays `block x n`."""
+    numbers agreeing (see module docstring). Blocked, so memory stays `block x n`. Cosines are
+    rounded to 6 places before they are compared, so a pair scored one at a time
+    (`graph/synonym_index.py`) decides the same way."""
     n = len(names)
     if n < 2:
         return []
@@ -42,7 +58,7 @@ def synonym_pairs(
     keys = [" ".join(x.casefold().split()) for x in names]
     best: dict[int, list[tuple[float, int]]] = {}
     for start in range(0, n, block):
-        sims = vectors[start : start + block] @ vectors.T
+        sims = np.round(vectors[start : start + block] @ vectors.T, 6)
         rows, cols = np.nonzero(sims >= threshold)
         for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
             i = start + r
@@ -51,10 +67,21 @@ def synonym_pairs(
             best.setdefault(i, []).append((float(sims[r, c]), c))
     kept: dict[tuple[int, int], float] = {}
     for i, partners in best.items():
-        partners.sort(key=lambda p: (-p[0], p[1]))
-        for sim, j in partners[:max_per_entity]:
+        for sim, j in top_partners(partners, max_per_entity):
             kept[(min(i, j), max(i, j))] = round(sim, 6)
     return sorted((i, j, s) for (i, j), s in kept.items())
+
+
+def synonym_edge(a: str, b: str, similarity: float) -> EdgeRow:
+    """The SYNONYM_OF edge between entity ids `a` and `b`."""
+    return EdgeRow(
+        rel=RelType.SYNONYM_OF,
+        src=NodeRef(NodeLabel.ENTITY, a),
+        dst=NodeRef(NodeLabel.ENTITY, b),
+        weight=similarity,
+        confidence=similarity,
+        source=EdgeSource.SYNONYMY,
+    )
 
 
 def synonym_edges(
@@ -71,14 +98,4 @@ def synonym_edges(
         threshold=threshold,
         max_per_entity=max_per_entity,
     )
-    return [
-        EdgeRow(
-            rel=RelType.SYNONYM_OF,
-            src=NodeRef(NodeLabel.ENTITY, entities[i][0]),
-            dst=NodeRef(NodeLabel.ENTITY, entities[j][0]),
-            weight=sim,
-            confidence=sim,
-            source=EdgeSource.SYNONYMY,
-        )
-        for i, j, sim in pairs
-    ]
+    return [synonym_edge(entities[i][0], entities[j][0], sim) for i, j, sim in pairs]

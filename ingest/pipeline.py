@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ray.data import Dataset
 
     from rayweave.graph.extraction import Extraction
+    from rayweave.graph.synonym_index import NameIndex
     from rayweave.ingest.stages import StageInputs, StageKind
 
 
@@ -335,8 +336,10 @@ def run_ingest(
     pools = _fused_pools(run) if resolve_layout(settings) == "fused" else _staged_pools(run)
     ds = _through_pools(_read_documents(settings, source, run.res), pools)
     _collect(ds, console, collection, source.total, summary)
+    linking = time.monotonic()
     with console.status("linking entities across documents and building the vector index"):
         summary.graph_nodes, summary.graph_edges = finalize(settings, collection)
+    summary.link_seconds = time.monotonic() - linking
     if settings.graph.extractor is not None and settings.graph.extractor.startswith("file:"):
         summary.notes.append(_file_match_note(settings, collection))
     summary.seconds = time.monotonic() - started
@@ -361,49 +364,62 @@ def _file_match_note(settings: Settings, collection: str) -> str:
 
 def finalize(settings: Settings, collection: str) -> tuple[int, int]:
     """Corpus-wide steps after documents are written or deleted: the graph's entity layer from
-    every stored chunk (`graph.indexing`), entity synonymy from the dense encoder, the facts
+    every stored chunk and synonymy for the names that changed (`graph.indexing`), the facts
     collection from the extractions kept on chunks, and the vector index build. Returns the
     namespace's graph node and relationship totals."""
     from rayweave.cluster.vectors.service import vector_store_for
-    from rayweave.graph.indexing import rebuild_corpus_edges
+    from rayweave.graph.indexing import update_entity_layer
     from rayweave.graph.store import open_graph_store
-    from rayweave.models.factory import build_dense_encoder
 
     graph = open_graph_store(settings, namespace=collection)
+    store = vector_store_for(settings, collection)
+    names = name_index(settings, collection, dense_dim=store.spec().dense_dim)
     try:
-        rebuild_corpus_edges(graph)
-        encoder = None
-        if settings.graph.synonym_threshold < 1.0:
-            from rayweave.graph.indexing import rebuild_synonyms
-
-            encoder = build_dense_encoder(settings.models)
-            rebuild_synonyms(
-                graph,
-                lambda names: encoder.encode(names, kind="query"),
-                threshold=settings.graph.synonym_threshold,
-                max_per_entity=settings.graph.synonym_max_per_entity,
-            )
+        update_entity_layer(graph, names, full=settings.graph.maintenance == "full")
         extractions = graph.chunk_extractions()
         if extractions or settings.graph.extractor is not None:
-            _sync_facts(settings, collection, extractions, encoder)
+            _sync_facts(settings, collection, extractions)
         counts = graph.counts()
     finally:
         graph.close()
-    store = vector_store_for(settings, collection)
+        if names is not None:
+            names.store.close()
     store.optimize()
     return sum(counts.nodes.values()), sum(counts.relationships.values())
 
 
-def _sync_facts(
-    settings: Settings, collection: str, extractions: Mapping[str, Extraction], encoder: Any
-) -> None:
+def name_index(settings: Settings, collection: str, *, dense_dim: int) -> NameIndex | None:
+    """The namespace's entity-name index for synonymy (None when `graph.synonym_threshold` is
+    1.0); the dense encoder loads only if a name needs encoding. Embedded, it is opened in this
+    process (only the upkeep reads it: no actor per namespace); close it after use."""
+    from rayweave.cluster.vectors.service import vector_store_for
+    from rayweave.graph.synonym_index import NameIndex, SynonymRule, names_collection
+    from rayweave.models.factory import build_dense_encoder
+
+    if settings.graph.synonym_threshold >= 1.0:
+        return None
+    name = names_collection(collection)
+    return NameIndex(
+        store=vector_store_for(settings, name, shared=False),
+        collection=name,
+        encode=lambda texts: build_dense_encoder(settings.models).encode(texts, kind="query"),
+        dense_dim=dense_dim,
+        rule=SynonymRule(
+            threshold=settings.graph.synonym_threshold,
+            max_per_entity=settings.graph.synonym_max_per_entity,
+            encoder=f"{settings.models.dense_kind}:{settings.models.dense}",
+        ),
+    )
+
+
+def _sync_facts(settings: Settings, collection: str, extractions: Mapping[str, Extraction]) -> None:
     """The facts collection equal to the stored extractions' statements (`graph/facts.py`);
     fact texts are encoded as documents, since a query is matched against them."""
     from rayweave.cluster.vectors.service import vector_store_for
     from rayweave.graph.facts import collect_facts, facts_collection, sync_facts
     from rayweave.models.factory import build_dense_encoder
 
-    encoder = encoder or build_dense_encoder(settings.models)
+    encoder = build_dense_encoder(settings.models)
     name = facts_collection(collection)
     store = vector_store_for(settings, name)
     sync_facts(

@@ -90,6 +90,7 @@ class IngestSummary:
     graph_nodes: int = 0  # totals in the namespace after the run
     graph_edges: int = 0
     seconds: float = 0.0
+    link_seconds: float = 0.0  # of `seconds`: the graph's upkeep after writing (`finalize`)
     errors: list[DocumentError] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # by ignore files or globs (folders end in /)
     skipped_types: dict[str, int] = field(default_factory=dict)
@@ -160,7 +161,7 @@ class IngestSummary:
             f"{self.documents_failed} failed{not_ingested}",
             f"chunks {self.chunks}, vectors {self.vectors}, graph nodes {self.graph_nodes}, "
             f"graph edges {self.graph_edges}",
-            f"{self.seconds:.1f}s: "
+            f"{self.seconds:.1f}s (linking {self.link_seconds:.1f}s): "
             f"{self.rate(self.documents_inserted + self.documents_updated):.1f} documents/s, "
             f"{self.rate(self.chunks):.1f} chunks/s",
         ]

@@ -20,6 +20,7 @@ from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Hit
 from rayweave.graph.profiles import PROFILES, TraversalProfile, parse_query_type
 from rayweave.graph.projection import GraphProjection, ProjectionHolder, load_projection
+from rayweave.graph.projection_delta import projection_updates
 from rayweave.graph.store import GraphStore
 from rayweave.graph.traversal import GraphTraversal
 from rayweave.graph.walk import (
@@ -52,7 +53,7 @@ class GraphSearch:
         self.entity_extractor = entity_extractor
         self.projections = ProjectionHolder(
             lambda: load_projection(store),
-            store.stamp,
+            projection_updates(store),
             refresh_s=self.settings.projection_refresh_s if refresh_s is None else refresh_s,
         )
 

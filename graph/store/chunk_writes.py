@@ -71,6 +71,7 @@ class ChunkWrites(StoreConnection):
             }
             for d in docs
         ]
+        self.mark(self.key(d.id) for d in docs)
         return self._write_rows(_WRITE_DOCUMENTS, rows, op="write_documents")
 
     def write_chunks(
@@ -119,6 +120,8 @@ class ChunkWrites(StoreConnection):
                 op="write_chunks",
                 source=EdgeSource.STRUCTURE.value,
             )
+        self.mark(r["key"] for rows in by_label.values() for r in rows)
+        self.mark(r[end] for r in (*child_rows, *next_rows) for end in ("a", "b"))
         for rel, rows in ((RelType.HAS_CHILD, child_rows), (RelType.NEXT, next_rows)):
             if rows:
                 self._write_rows(link_chunks_query(rel), unique_rows(rows), op="write_chunks")

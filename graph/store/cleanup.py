@@ -119,6 +119,7 @@ class DocumentChunks:
     chunks: int
     entity_keys: list[str]
     topic_keys: list[str]
+    chunk_keys: list[str]
 
 
 def _collect_keys(
@@ -229,6 +230,7 @@ def delete_document_chunks(tx: neo4j.ManagedTransaction, dkey: str) -> DocumentC
     edges, collecting first the entities and topics they linked."""
     entity_keys: set[str] = set()
     topic_keys: set[str] = set()
+    chunk_keys: set[str] = set()
     chunks = 0
     for label in CHUNK_LABELS:
         match = (
@@ -243,7 +245,7 @@ def delete_document_chunks(tx: neo4j.ManagedTransaction, dkey: str) -> DocumentC
             OPTIONAL MATCH (c)-[:{ANCHOR_PATTERN}]->(e:Entity)
             OPTIONAL MATCH (c)-[:BELONGS_TO]->(t:Topic)
             RETURN count(DISTINCT c) AS chunks, collect(DISTINCT e.key) AS entities,
-                   collect(DISTINCT t.key) AS topics
+                   collect(DISTINCT t.key) AS topics, collect(DISTINCT c.key) AS keys
             """,
             {"dkey": dkey},
         )
@@ -251,9 +253,13 @@ def delete_document_chunks(tx: neo4j.ManagedTransaction, dkey: str) -> DocumentC
             continue
         entity_keys.update(k for k in record["entities"] if k)
         topic_keys.update(k for k in record["topics"] if k)
+        chunk_keys.update(k for k in record["keys"] if k)
         if label is not NodeLabel.DOCUMENT:
             chunks += int(record["chunks"])
         tx.run(q(f"MATCH {match} DETACH DELETE c"), {"dkey": dkey}).consume()
     return DocumentChunks(
-        chunks=chunks, entity_keys=sorted(entity_keys), topic_keys=sorted(topic_keys)
+        chunks=chunks,
+        entity_keys=sorted(entity_keys),
+        topic_keys=sorted(topic_keys),
+        chunk_keys=sorted(chunk_keys),
     )

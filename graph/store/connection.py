@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Self, TypeVar, cast
 
@@ -29,7 +28,14 @@ from rayweave.cluster.errors import GraphStoreError
 from rayweave.cluster.services.graph_server import GraphConnection, resolve_graph_connection
 from rayweave.cluster.settings import GraphSettings, Settings
 from rayweave.graph.schema import check_namespace, node_key, schema_statements
-from rayweave.graph.store.cypher import STAMP_LABEL, q
+from rayweave.graph.store.change_log import (
+    Changes,
+    StoreVersion,
+    log_change,
+    merge_changes,
+    read_version,
+)
+from rayweave.graph.store.cypher import CHANGE_LABEL, STAMP_LABEL, q
 
 __all__ = ["StoreConnection", "run_count", "run_single"]
 
@@ -93,6 +99,8 @@ class StoreConnection:
             _shared.refs += 1
         self._shared = _shared
         self._closed = False
+        self._dirty: set[str] = set()
+        self._dirty_all = False
 
     @classmethod
     def open(cls, settings: Settings, *, namespace: str = "default") -> Self:
@@ -241,18 +249,75 @@ class StoreConnection:
 
     def stamp(self) -> str | None:
         """A value that changes whenever this namespace's graph is written (None: never stamped)."""
-        rows = self.read(
-            f"MATCH (s:{STAMP_LABEL} {{key: $key}}) RETURN s.value AS v",
-            {"key": self.key(STAMP_LABEL)},
-            op="stamp",
+        return self.version().stamp
+
+    def version(self) -> StoreVersion:
+        """The namespace's stamp and change-log version (`graph/store/change_log.py`)."""
+        return read_version(
+            self.read(
+                f"MATCH (s:{STAMP_LABEL} {{key: $key}}) RETURN s.value AS v, s.version AS version",
+                {"key": self.key(STAMP_LABEL)},
+                op="stamp",
+            )
         )
-        return str(rows[0]["v"]) if rows and rows[0]["v"] is not None else None
+
+    def changes_since(self, version: int) -> Changes:
+        """The keys that the writes after `version` touched, or full (see `merge_changes`)."""
+        to = self.version()
+        if to.version <= version:
+            return Changes(to=to, keys=frozenset(), full=to.version < version)
+        entries = self.read(
+            f"MATCH (c:{CHANGE_LABEL} {{ns: $ns}}) WHERE c.version > $since AND c.version <= $to "
+            "RETURN c.version AS version, c.keys AS keys, c.full AS full",
+            {"since": version, "to": to.version},
+            op="changes",
+        )
+        return merge_changes(version, to, entries)
+
+    def begin_maintenance(self) -> bool:
+        """Flag the namespace's corpus-wide upkeep as under way; True when a previous run left
+        the flag set (it died before its change-log entries named what it wrote, so the next
+        entry must be full; a concurrent run costs replicas a whole load, nothing worse)."""
+        rows = self.write(
+            f"MERGE (s:{STAMP_LABEL} {{key: $key}}) ON CREATE SET s.ns = $ns "
+            "WITH s, coalesce(s.maintaining, false) AS was SET s.maintaining = true RETURN was",
+            {"key": self.key(STAMP_LABEL)},
+            op="maintenance",
+        )
+        return bool(rows and rows[0]["was"])
+
+    def end_maintenance(self) -> None:
+        self.write(
+            f"MATCH (s:{STAMP_LABEL} {{key: $key}}) SET s.maintaining = false",
+            {"key": self.key(STAMP_LABEL)},
+            op="maintenance",
+        )
+
+    def mark(self, keys: Iterable[str]) -> None:
+        """Keys of nodes whose projected row or incident edges the write under way changes;
+        the next `touch` logs them."""
+        self._dirty.update(keys)
+
+    def mark_all(self) -> None:
+        """The write under way cannot name what it changed: the next entry is full."""
+        self._dirty_all = True
 
     def touch(self) -> None:
-        """Record that the namespace changed (a fresh random value: concurrent writers need no
-        ordering, only that the value differs from what a projection was built at)."""
-        self.write(
-            f"MERGE (s:{STAMP_LABEL} {{key: $key}}) SET s.ns = $ns, s.value = $value",
-            {"key": self.key(STAMP_LABEL), "value": uuid.uuid4().hex},
-            op="touch",
+        """Record that the namespace changed: a fresh stamp value, and a change-log entry with
+        the keys marked since the last touch (full after `mark_all`, or past
+        `graph.change_log_max_keys`)."""
+        keys: list[str] | None = sorted(self._dirty)
+        if self._dirty_all or len(self._dirty) > self.settings.change_log_max_keys:
+            keys = None
+        self._dirty.clear()
+        self._dirty_all = False
+        self._write(
+            "touch",
+            lambda tx: log_change(
+                tx,
+                self.ns,
+                self.key(STAMP_LABEL),
+                keys,
+                keep=self.settings.change_log_entries,
+            ),
         )

@@ -11,6 +11,7 @@ from rayweave.graph.schema import ENTITY_ANCHORS, EdgeSource, NodeLabel, RelType
 
 __all__ = [
     "ANCHOR_PATTERN",
+    "CHANGE_LABEL",
     "INTRODUCED",
     "NEIGHBOUR_IN",
     "NEIGHBOUR_OUT",
@@ -39,6 +40,8 @@ INTRODUCED = (
 # One node per namespace whose `value` changes on every write (not a NodeLabel: it is bookkeeping,
 # not part of the graph, and counts leave it out).
 STAMP_LABEL = "GraphStamp"
+# The change log's entries (`graph/store/change_log.py`); bookkeeping like the stamp.
+CHANGE_LABEL = "GraphChange"
 
 # `df` (how many chunks mention an entity) of the entities keyed by `$rows`, or of all of them.
 REFRESH_DF = """

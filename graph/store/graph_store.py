@@ -17,6 +17,7 @@ from rayweave.cluster.settings import Settings
 from rayweave.graph.store.chunk_writes import ChunkWrites
 from rayweave.graph.store.conversations import GraphConversations
 from rayweave.graph.store.extractions import GraphExtractions
+from rayweave.graph.store.layer_sync import GraphLayerSync
 from rayweave.graph.store.reads import GraphReads
 from rayweave.graph.store.removal import GraphRemoval
 from rayweave.graph.store.views import GraphViews
@@ -27,6 +28,7 @@ __all__ = ["GraphStore", "open_graph_store"]
 
 class GraphStore(
     ChunkWrites,
+    GraphLayerSync,
     GraphWrites,
     GraphRemoval,
     GraphReads,

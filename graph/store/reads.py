@@ -113,4 +113,7 @@ class GraphReads(StoreConnection):
             p = dict(r["p"])
             p["doc_id"], p["id"] = p["id"], p["chunk_id"]
             found.append((chunk_from_props(p, level=Level.DOCUMENT), p.get("mentions")))
+        # By id, not storage order: ties in the corpus pass must not depend on which actor
+        # wrote first, nor on the order updates left the rows in.
+        found.sort(key=lambda pair: pair[0].id)
         return found

@@ -44,6 +44,8 @@ class DeleteReport:
     entities: int
     aliases: int
     topics: int
+    # Nodes the delete touched (its chunks, the entities they linked): the change log's entry.
+    keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

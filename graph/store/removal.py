@@ -25,7 +25,7 @@ from rayweave.graph.store.cleanup import (
     expire_conversations,
 )
 from rayweave.graph.store.connection import StoreConnection
-from rayweave.graph.store.cypher import REFRESH_DF_ALL, STAMP_LABEL
+from rayweave.graph.store.cypher import CHANGE_LABEL, REFRESH_DF_ALL, STAMP_LABEL
 from rayweave.graph.store.records import DeleteReport, PruneReport
 
 __all__ = ["GraphRemoval"]
@@ -52,6 +52,7 @@ class GraphRemoval(StoreConnection):
             delete_unlisted_aliases(tx, self.ns)
             return gone
 
+        self.mark_all()
         return self._write("delete_stale", work)
 
     def delete_document(self, doc_id: str) -> DeleteReport:
@@ -73,16 +74,19 @@ class GraphRemoval(StoreConnection):
                 entities=orphans.entities,
                 aliases=orphans.aliases,
                 topics=orphans.topics,
+                keys=(*removed.chunk_keys, *removed.entity_keys),
             )
 
         report = self._write("delete_document", work)
+        self.mark([dkey, *report.keys])
         self.touch()
         return report
 
     def drop_namespace(self) -> int:
         """Delete every node (and so every edge) of this namespace; returns the node count."""
         total = 0
-        self.write(f"MATCH (s:{STAMP_LABEL} {{ns: $ns}}) DELETE s", op="drop_namespace")
+        for bookkeeping in (STAMP_LABEL, CHANGE_LABEL):
+            self.write(f"MATCH (s:{bookkeeping} {{ns: $ns}}) DELETE s", op="drop_namespace")
         for label in NodeLabel:
             while True:
                 record = self.write(
@@ -134,6 +138,7 @@ class GraphRemoval(StoreConnection):
             return self._rehearse("prune", work)
         report = self._write("prune", work)
         if report.edges or report.chunks or report.messages:  # mentions gone: df changed
+            self.mark_all()
             self.write(REFRESH_DF_ALL, op="refresh_entity_stats")
         if report.edges or report.chunks or report.entities or report.topics:
             self.touch()

@@ -52,7 +52,7 @@ def _check_mode(mode: str) -> None:
         raise ValueError(f"write mode {mode!r} is not one of 'max', 'replace'")
 
 
-def _group_edges(edges: Sequence[EdgeRow], key: Callable[[str], str]) -> _EdgeGroups:
+def group_edges(edges: Sequence[EdgeRow], key: Callable[[str], str]) -> _EdgeGroups:
     """Edge rows by (type, end labels), one per pair of ends: the most confident, then the
     heaviest, of the duplicates a batch carries."""
     groups: _EdgeGroups = defaultdict(dict)
@@ -99,6 +99,7 @@ class GraphWrites(StoreConnection):
             alias_rows.extend(
                 {"akey": self.key(a), "norm": a, "ekey": self.key(e.id)} for a in aliases
             )
+        self.mark(self.key(e.id) for e in entities)
         n = self._write_rows(upsert_entities_query(mode), rows, op="write_entities")
         self._write_rows(
             _LINK_ALIASES, alias_rows, op="write_entities", source=EdgeSource.STRUCTURE.value
@@ -123,7 +124,8 @@ class GraphWrites(StoreConnection):
         """
         _check_mode(mode)
         written = 0
-        for (rel, src, dst), rows in _group_edges(edges, self.key).items():
+        for (rel, src, dst), rows in group_edges(edges, self.key).items():
+            self.mark(r[end] for r in rows.values() for end in ("s", "d"))
             written += self._write_rows(
                 merge_edges_query(rel, src, dst, mode),
                 list(rows.values()),
@@ -150,7 +152,9 @@ class GraphWrites(StoreConnection):
     ) -> None:
         """Recompute `df` (how many chunks mention an entity), which traversals use as an IDF."""
         if entity_ids is None:
+            self.mark_all()
             self.write(REFRESH_DF_ALL, op="refresh_entity_stats")
             return
         rows = [{"key": i if keys else self.key(i)} for i in entity_ids]
+        self.mark(r["key"] for r in rows)
         self._write_rows(REFRESH_DF, rows, op="refresh_entity_stats")

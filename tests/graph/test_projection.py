@@ -15,6 +15,7 @@ from rayweave.graph.projection import (
     entity_rows_for,
     load_projection,
 )
+from rayweave.graph.projection_delta import projection_updates
 from rayweave.graph.schema import EdgeSource, GraphBatch, NodeLabel, NodeRef, RelType
 from rayweave.graph.store import GraphStore
 
@@ -181,7 +182,7 @@ class TestLoad:
     def test_holder_swaps_in_a_rebuild_only_after_a_write(self, graph_store: GraphStore) -> None:
         _write(graph_store)
         holder = ProjectionHolder(
-            lambda: load_projection(graph_store), graph_store.stamp, refresh_s=0
+            lambda: load_projection(graph_store), projection_updates(graph_store), refresh_s=0
         )
         first = holder.current
         assert holder.refresh() is False

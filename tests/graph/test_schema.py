@@ -157,5 +157,5 @@ class TestDdl:
         assert all("IF NOT EXISTS" in s for s in statements)
         names = [s.split()[2] for s in statements]
         assert len(names) == len(set(names))
-        assert len(statements) == 2 * len(gs.NodeLabel) + 3
+        assert len(statements) == 2 * len(gs.NodeLabel) + 4  # + the change log's index
         assert gs.schema_statements() == statements

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests_support import entity_row
 
-from rayweave.graph.indexing import rebuild_synonyms
-from rayweave.graph.schema import GraphBatch, RelType
-from rayweave.graph.store import GraphStore
+from rayweave.graph.schema import RelType
 from rayweave.graph.synonyms import numbers, synonym_edges, synonym_pairs
 
 
@@ -52,28 +49,3 @@ def test_edges_connect_entity_ids() -> None:
     )
     assert [(e.rel, e.src.id, e.dst.id) for e in edges] == [(RelType.SYNONYM_OF, "e1", "e2")]
     assert 0.8 <= edges[0].weight <= 1.0
-
-
-@pytest.mark.integration
-def test_rebuild_replaces_the_synonym_edges(graph_store: GraphStore) -> None:
-    graph_store.write_batch(
-        GraphBatch(
-            entities=(
-                entity_row("us", "U.S."),
-                entity_row("united", "United States"),
-                entity_row("paris", "Paris"),
-            )
-        )
-    )
-    table = {"U.S.": [1, 0.1, 0], "United States": [1, 0, 0], "Paris": [0, 1, 0]}
-
-    def encode(names: list[str]) -> np.ndarray:
-        return unit(*(table[n] for n in names))
-
-    before = graph_store.stamp()
-    assert rebuild_synonyms(graph_store, encode, threshold=0.8, max_per_entity=5) == 1
-    assert graph_store.counts().rel(RelType.SYNONYM_OF) == 1
-    assert graph_store.stamp() != before
-    table["Paris"] = [1, 0.05, 0]  # now close to both: the edges are replaced, not added to
-    assert rebuild_synonyms(graph_store, encode, threshold=0.8, max_per_entity=5) == 3
-    assert graph_store.counts().rel(RelType.SYNONYM_OF) == 3

@@ -103,7 +103,7 @@ class TestReport:
         lines = s.render().splitlines()
         assert lines[0] == ("collection docs: 7 seen: 2 inserted, 1 updated, 4 unchanged, 0 failed")
         assert lines[1] == "chunks 30, vectors 60, graph nodes 7, graph edges 9"
-        assert lines[2] == "3.0s: 1.0 documents/s, 10.0 chunks/s"
+        assert lines[2] == "3.0s (linking 0.0s): 1.0 documents/s, 10.0 chunks/s"
         assert len(lines) == 3
 
     def test_render_lists_skipped_types_sorted(self) -> None:

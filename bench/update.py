@@ -1,0 +1,203 @@
+"""`rayweave bench update`: what one changed document costs, beside the full pass, per namespace.
+
+On each ingested namespace it adds one document (text taken from a stored chunk, so that it names
+the namespace's entities), brings a projection up to date, deletes the document and brings the
+projection up to date again: once with `graph.maintenance = "incremental"` (diff writes, name
+index, change-log deltas) and once with `"full"` (every row rewritten, every name re-encoded,
+whole projection reloads), in the same run so that machine load moves both alike; an untimed
+upkeep first builds the name index if the namespace has none. It ends with
+the full rebuild (`rayweave graph rebuild`): its time and the driver's peak memory. The
+namespace is left as it was: the graph after the delete equals a fresh ingest of what remains.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from rich.console import Console
+
+from rayweave.bench.ingest import RssSampler
+from rayweave.bench.table import format_table
+from rayweave.cluster.settings import Settings
+
+if TYPE_CHECKING:
+    from rayweave.graph.store import GraphStore
+
+Mode = Literal["incremental", "full"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateFigures:
+    """One document added then deleted under one maintenance mode."""
+
+    mode: Mode
+    ingest_s: float  # the whole `rayweave ingest` of one file
+    ingest_link_s: float  # of which the graph's upkeep (`finalize`)
+    delete_s: float  # the whole `rayweave delete`, upkeep included
+    refresh_s: float  # the projection brought up to date after the ingest
+    refresh_keys: int  # nodes the change log named (0: a whole load)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateRow:
+    collection: str
+    documents: int
+    projection_nodes: int
+    projection_edges: int
+    projection_load_s: float
+    incremental: UpdateFigures
+    full: UpdateFigures
+    rebuild_s: float
+    rebuild_peak_rss_mb: float
+
+    def update_cells(self) -> dict[str, str | float | int]:
+        inc, full = self.incremental, self.full
+        return {
+            "namespace": self.collection,
+            "docs": self.documents,
+            "ingest 1": round(inc.ingest_s, 2),
+            "full pass": round(full.ingest_s, 2),
+            "linking": round(inc.ingest_link_s, 2),
+            "full": round(full.ingest_link_s, 2),
+            "x": round(full.ingest_link_s / inc.ingest_link_s, 1) if inc.ingest_link_s else 0.0,
+            "delete 1": round(inc.delete_s, 2),
+            "full ": round(full.delete_s, 2),
+        }
+
+    def projection_cells(self) -> dict[str, str | float | int]:
+        refresh, load = self.incremental.refresh_s, self.projection_load_s
+        return {
+            "namespace": self.collection,
+            "nodes": self.projection_nodes,
+            "edges": self.projection_edges,
+            "keys logged": self.incremental.refresh_keys,
+            "delta s": round(refresh, 3),
+            "load s": round(load, 2),
+            "delta/load": round(refresh / load, 3) if load else 0.0,
+            "rebuild s": round(self.rebuild_s, 1),
+            "peak MB": round(self.rebuild_peak_rss_mb),
+        }
+
+
+def run_update_bench(
+    settings: Settings,
+    collections: Sequence[str],
+    *,
+    console: Console | None = None,
+    json_path: Path | None = None,
+) -> list[UpdateRow]:
+    """Measure every namespace in `collections` (see module docstring); prints a table."""
+    from rayweave.cluster.services.graph_server import resolve_graph_connection
+    from rayweave.cluster.services.runtime import connect
+
+    con = console or Console()
+    connect(settings)
+    resolve_graph_connection(settings)
+    rows = []
+    for collection in collections:
+        con.print(f"{collection}: one document through both maintenance modes ...")
+        rows.append(_measure(settings, collection, con))
+    con.print("one document, seconds (incremental upkeep beside the full pass):")
+    con.print(format_table([r.update_cells() for r in rows]), markup=False, highlight=False)
+    con.print("projection after it (delta beside a whole load), and the full rebuild:")
+    con.print(format_table([r.projection_cells() for r in rows]), markup=False, highlight=False)
+    if json_path is not None:
+        json_path.write_text(json.dumps([asdict(r) for r in rows], indent=2))
+    return rows
+
+
+def _measure(settings: Settings, collection: str, con: Console) -> UpdateRow:
+    from rayweave.graph.projection import load_projection
+    from rayweave.graph.store import open_graph_store
+    from rayweave.ingest.pipeline import finalize
+
+    finalize(settings, collection)  # the name index exists before anything is timed
+    graph = open_graph_store(settings, namespace=collection)
+    try:
+        text = _sample_text(graph)
+        documents = int(graph.read("MATCH (d:Document {ns: $ns}) RETURN count(d) AS n")[0]["n"])
+        started = time.perf_counter()
+        projection = load_projection(graph)
+        load_s = time.perf_counter() - started
+        figures = {
+            mode: _one_document(settings, collection, graph, text, mode)
+            for mode in ("incremental", "full")
+        }
+    finally:
+        graph.close()
+    con.print(f"{collection}: full rebuild ...")
+    rebuild_s, peak = _rebuild(settings, collection)
+    return UpdateRow(
+        collection=collection,
+        documents=documents,
+        projection_nodes=projection.size,
+        projection_edges=projection.edges,
+        projection_load_s=load_s,
+        incremental=figures["incremental"],
+        full=figures["full"],
+        rebuild_s=rebuild_s,
+        rebuild_peak_rss_mb=peak,
+    )
+
+
+def _sample_text(graph: GraphStore) -> str:
+    rows = graph.read("MATCH (c:Section {ns: $ns}) RETURN c.text AS text ORDER BY c.key LIMIT 1")
+    if not rows:
+        from rayweave.cluster.errors import InputError
+
+        raise InputError("the namespace holds no sections: ingest documents before benchmarking")
+    return str(rows[0]["text"])
+
+
+def _one_document(
+    settings: Settings, collection: str, graph: GraphStore, text: str, mode: Mode
+) -> UpdateFigures:
+    from rayweave.graph.projection import load_projection
+    from rayweave.graph.projection_delta import projection_updates
+    from rayweave.ingest.pipeline import delete_documents, run_ingest
+
+    configured = settings.model_copy(
+        update={"graph": settings.graph.model_copy(update={"maintenance": mode})}
+    )
+    before = load_projection(graph)
+    with tempfile.TemporaryDirectory(prefix="rw-bench-update-") as tmp:
+        path = Path(tmp) / f"bench-update-{mode}.md"
+        path.write_text(f"# Update probe ({mode})\n\n{text}\n")
+        summary = run_ingest(configured, [path], collection=collection)
+        changes = graph.changes_since(before.version)
+        started = time.perf_counter()
+        projection_updates(graph, max_stale=1.0)(before)
+        refresh_s = time.perf_counter() - started
+        started = time.perf_counter()
+        delete_documents(configured, [str(path)], collection=collection)
+        delete_s = time.perf_counter() - started
+    return UpdateFigures(
+        mode=mode,
+        ingest_s=summary.seconds,
+        ingest_link_s=summary.link_seconds,
+        delete_s=delete_s,
+        refresh_s=refresh_s,
+        refresh_keys=0 if changes.full else len(changes.keys),
+    )
+
+
+def _rebuild(settings: Settings, collection: str) -> tuple[float, float]:
+    import psutil
+
+    from rayweave.ingest.pipeline import finalize
+
+    configured = settings.model_copy(
+        update={"graph": settings.graph.model_copy(update={"maintenance": "full"})}
+    )
+    me = psutil.Process().pid
+    with RssSampler(lambda: [me], interval_s=0.1) as rss:
+        started = time.perf_counter()
+        finalize(configured, collection)
+        seconds = time.perf_counter() - started
+    return seconds, rss.peak_mb

@@ -1,0 +1,103 @@
+"""The namespace's change log: which nodes each write touched, for projections to follow.
+
+Every write path marks the keys of the nodes whose projected row or incident edges it changed
+(`StoreConnection.mark`), or marks everything when it cannot say (`mark_all`). Its closing
+`touch` then bumps the namespace's version on the stamp node and appends one entry, `(version,
+keys)` or `(version, full)`. A projection built at version v re-reads only the nodes named by
+the entries after v (`graph/projection_delta.py`), or reloads whole when an entry is full or
+the log no longer reaches back to v: only the last `graph.change_log_entries` entries are kept.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import neo4j
+
+from rayweave.graph.store.cypher import CHANGE_LABEL, STAMP_LABEL, q
+
+
+@dataclass(frozen=True, slots=True)
+class StoreVersion:
+    """Where a namespace stands: the stamp value (changes on every write) and the version
+    (counts change-log entries; 0 before the first)."""
+
+    stamp: str | None
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """The entries after a version, merged: the keys to re-read, or `full` when some entry
+    could not name them or the log was compacted past that version."""
+
+    to: StoreVersion
+    keys: frozenset[str]
+    full: bool
+
+
+def log_change(
+    tx: neo4j.ManagedTransaction,
+    ns: str,
+    stamp_key: str,
+    keys: Sequence[str] | None,
+    *,
+    keep: int,
+) -> int:
+    """Bump the namespace's version and append its entry (`keys` None: a full entry); drops the
+    entries older than the last `keep`. Returns the new version."""
+    record = tx.run(
+        q(
+            f"MERGE (s:{STAMP_LABEL} {{key: $key}}) "
+            "SET s.ns = $ns, s.value = $value, s.version = coalesce(s.version, 0) + 1 "
+            "RETURN s.version AS v"
+        ),
+        {"key": stamp_key, "ns": ns, "value": uuid.uuid4().hex},
+    ).single()
+    version = int(record["v"]) if record is not None else 1
+    tx.run(
+        q(
+            f"CREATE (c:{CHANGE_LABEL} {{key: $key, ns: $ns, version: $v, keys: $keys, "
+            "full: $full, at: $at})"
+        ),
+        {
+            "key": f"{stamp_key}:{version}",
+            "ns": ns,
+            "v": version,
+            "keys": list(keys or ()),
+            "full": keys is None,
+            "at": time.time(),
+        },
+    ).consume()
+    tx.run(
+        q(f"MATCH (c:{CHANGE_LABEL} {{ns: $ns}}) WHERE c.version <= $oldest DELETE c"),
+        {"ns": ns, "oldest": version - keep},
+    ).consume()
+    return version
+
+
+def read_version(rows: Sequence[dict[str, object]]) -> StoreVersion:
+    if not rows:
+        return StoreVersion(stamp=None, version=0)
+    value, version = rows[0]["v"], rows[0]["version"]
+    return StoreVersion(
+        stamp=str(value) if value is not None else None,
+        version=int(version) if isinstance(version, int) else 0,
+    )
+
+
+def merge_changes(since: int, to: StoreVersion, entries: Sequence[dict[str, object]]) -> Changes:
+    """Merge the entries `(version, keys, full)` after `since` up to `to`; full when one is full
+    or any version in between is missing (compacted away, or never logged)."""
+    versions = sorted(int(e["version"]) for e in entries)  # type: ignore[call-overload]
+    if versions != list(range(since + 1, to.version + 1)):
+        return Changes(to=to, keys=frozenset(), full=True)
+    keys: set[str] = set()
+    for e in entries:
+        if e["full"]:
+            return Changes(to=to, keys=frozenset(), full=True)
+        keys.update(str(k) for k in e["keys"] or ())  # type: ignore[attr-defined]
+    return Changes(to=to, keys=frozenset(keys), full=False)

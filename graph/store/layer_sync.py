@@ -1,0 +1,126 @@
+"""Writing a recomputed entity layer as the difference from the stored one.
+
+The corpus pass recomputes every entity and rule-made edge; most of them come out exactly as
+they are stored (a one-document change moves a few hundred of 150,000 edges, plus the
+co-occurrence weights that the unit total shifts). Writing only rows that differ and deleting
+only rows that went costs what changed, and leaves the rest of the graph untouched for readers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rayweave.graph.names import normalize_name, unique
+from rayweave.graph.schema import CHUNK_LABELS, EdgeRow, EdgeSource, EntityRow, NodeLabel, RelType
+from rayweave.graph.store.cleanup import delete_unlisted_aliases
+from rayweave.graph.store.connection import StoreConnection
+from rayweave.graph.store.cypher import merge_edges_query, q
+from rayweave.graph.store.writes import GraphWrites, group_edges
+
+_EDGE_FIELDS = {"weight": "w", "confidence": "c", "source": "src", "count": "n"}
+_BOOKKEEPING = frozenset({"run"})
+
+EdgeKey = tuple[str, str, str, str, str]  # (type, start label, end label, start key, end key)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EdgeSync:
+    edges_written: int
+    edges_deleted: int
+    edges_unchanged: int
+
+
+def _edge_differs(stored: Mapping[str, Any] | None, row: Mapping[str, Any]) -> bool:
+    if stored is None:
+        return True
+    if any(stored.get(prop) != row[field] for prop, field in _EDGE_FIELDS.items()):
+        return True
+    return any(stored.get(k) != v for k, v in row["props"].items())
+
+
+class GraphLayerSync(GraphWrites, StoreConnection):
+    """Entity and edge rows written as a difference from what the namespace stores."""
+
+    def sync_entities(self, entities: Sequence[EntityRow]) -> int:
+        """Write the entities whose name, kind or aliases differ from the stored ones; returns
+        how many were written. Entities no row names are left to `prune`."""
+        rows = self.read(
+            "MATCH (e:Entity {ns: $ns}) RETURN e.id AS id, e.name AS name, e.kind AS kind, "
+            "e.aliases AS aliases",
+            op="sync_entities",
+        )
+        stored = {r["id"]: (r["name"], r["kind"], tuple(r["aliases"] or ())) for r in rows}
+        changed = [
+            e
+            for e in entities
+            if stored.get(e.id) != (e.name, e.kind, unique((normalize_name(e.name), *e.aliases)))
+        ]
+        return self.write_entities(changed, mode="replace") if changed else 0
+
+    def sync_edges(self, edges: Sequence[EdgeRow], sources: Iterable[EdgeSource]) -> EdgeSync:
+        """Make the namespace's edges of `sources` equal `edges`: write new and changed rows,
+        delete the stored rows of those sources that `edges` no longer holds."""
+        stored = self._stored_edges(sources)
+        written = unchanged = 0
+        for (rel, src, dst), rows in group_edges(edges, self.key).items():
+            changed = []
+            for (s, d), row in rows.items():
+                if _edge_differs(stored.pop((rel.value, src.value, dst.value, s, d), None), row):
+                    changed.append(row)
+                else:
+                    unchanged += 1
+            if changed:
+                self.mark(r[end] for r in changed for end in ("s", "d"))
+                written += self._write_rows(
+                    merge_edges_query(rel, src, dst, "replace"), changed, op="sync_edges", run=None
+                )
+                if rel is RelType.MENTIONS:
+                    self.refresh_entity_stats(sorted({r["d"] for r in changed}), keys=True)
+        deleted = self._delete_edges(stored)
+        return EdgeSync(edges_written=written, edges_deleted=deleted, edges_unchanged=unchanged)
+
+    def delete_unlisted_aliases(self) -> None:
+        """Alias links that their entity's aliases no longer list go."""
+        self._write("sync_aliases", lambda tx: delete_unlisted_aliases(tx, self.ns))
+
+    def _stored_edges(self, sources: Iterable[EdgeSource]) -> dict[EdgeKey, dict[str, Any]]:
+        rows = self.read(
+            "MATCH (a {ns: $ns})-[r]->(b) WHERE r.source IN $sources AND labels(a)[0] IN $starts "
+            "RETURN type(r) AS t, labels(a)[0] AS la, labels(b)[0] AS lb, a.key AS s, "
+            "b.key AS d, properties(r) AS p",
+            {
+                "sources": sorted(s.value for s in sources),
+                "starts": [label.value for label in (*CHUNK_LABELS, NodeLabel.ENTITY)],
+            },
+            op="sync_edges",
+        )
+        return {
+            (r["t"], r["la"], r["lb"], r["s"], r["d"]): {
+                k: v for k, v in dict(r["p"]).items() if k not in _BOOKKEEPING
+            }
+            for r in rows
+        }
+
+    def _delete_edges(self, gone: Mapping[EdgeKey, object]) -> int:
+        """Delete edges by their ends' keys; a MENTIONS edge that goes changes its entity's df."""
+        grouped: dict[tuple[str, str, str], list[dict[str, str]]] = {}
+        for t, la, lb, s, d in gone:
+            grouped.setdefault((t, la, lb), []).append({"s": s, "d": d})
+        deleted = 0
+        for (t, la, lb), rows in sorted(grouped.items()):
+            rel, src, dst = RelType(t), NodeLabel(la), NodeLabel(lb)
+            self.mark(r[end] for r in rows for end in ("s", "d"))
+            deleted += self._write_rows(
+                q(
+                    f"UNWIND $rows AS r MATCH (a:{src.value} {{key: r.s}}) "
+                    f"MATCH (b:{dst.value} {{key: r.d}}) MATCH (a)-[e:{rel.value}]->(b) "
+                    "DELETE e RETURN count(*) AS n"
+                ),
+                rows,
+                op="sync_edges",
+            )
+            if rel is RelType.MENTIONS:
+                self.refresh_entity_stats(sorted({r["d"] for r in rows}), keys=True)
+        return deleted

@@ -1,0 +1,66 @@
+"""The change log: entries merge into the keys to re-read, or a full reload when they cannot."""
+
+from __future__ import annotations
+
+import pytest
+
+from rayweave.graph.store import GraphStore
+from rayweave.graph.store.change_log import StoreVersion, merge_changes
+
+AT = StoreVersion(stamp="s", version=4)
+
+
+def entry(version: int, *keys: str, full: bool = False) -> dict[str, object]:
+    return {"version": version, "keys": list(keys), "full": full}
+
+
+def test_entries_after_a_version_merge_into_their_keys() -> None:
+    changes = merge_changes(2, AT, [entry(3, "a", "b"), entry(4, "b", "c")])
+    assert (changes.full, changes.keys) == (False, {"a", "b", "c"})
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [
+        [entry(4, "a")],  # version 3 was compacted away
+        [entry(3, "a"), entry(4, full=True)],  # a write that could not name its nodes
+    ],
+)
+def test_a_gap_or_a_full_entry_means_a_whole_load(entries: list[dict[str, object]]) -> None:
+    assert merge_changes(2, AT, entries).full
+
+
+@pytest.mark.integration
+def test_writes_log_their_keys_and_old_entries_are_dropped(graph_store: GraphStore) -> None:
+    assert graph_store.version().version == 0
+    graph_store.mark(["x", "y"])
+    graph_store.touch()
+    graph_store.touch()  # nothing marked: an empty entry, not a full one
+    changes = graph_store.changes_since(0)
+    assert (changes.to.version, changes.full, changes.keys) == (2, False, {"x", "y"})
+    graph_store.mark_all()
+    graph_store.touch()
+    assert graph_store.changes_since(2).full
+    few = graph_store.settings.model_copy(update={"change_log_entries": 2})
+    graph_store.settings = few
+    graph_store.mark(["z"])
+    graph_store.touch()
+    assert graph_store.changes_since(1).full  # entry 2 is gone
+    assert graph_store.changes_since(3).keys == {"z"}
+    graph_store.drop_namespace()
+    assert graph_store.version().version == 0
+
+
+@pytest.mark.integration
+def test_after_an_upkeep_that_died_the_next_entry_is_full(graph_store: GraphStore) -> None:
+    from rayweave.graph.indexing import update_entity_layer
+
+    update_entity_layer(graph_store, None)
+    done = graph_store.version().version
+    assert not graph_store.changes_since(done - 1).full
+    assert graph_store.begin_maintenance() is False  # then killed: its writes were not logged
+    update_entity_layer(graph_store, None)
+    assert graph_store.changes_since(done).full
+    after = graph_store.version().version
+    update_entity_layer(graph_store, None)
+    assert not graph_store.changes_since(after).full
