@@ -95,7 +95,9 @@ def update_synonyms(graph: GraphStore, names: NameIndex) -> SynonymUpdate:
         return _clear(graph, index, len(stored))
     _ensure(names)
     ids = {_point_id(n): n for n in current}
-    added = [n for pid, n in ids.items() if pid not in stored]
+    # Sorted: batch composition moves a quantised encoder's vectors, so it must not follow
+    # storage order.
+    added = sorted(n for pid, n in ids.items() if pid not in stored)
     removed = sorted(pid for pid in stored if pid not in ids)
     _add(index, added, names.encode, rule)
     # Entity nodes created or renamed since they were last linked: their edges went with their
