@@ -160,11 +160,9 @@ def _one_document(
 ) -> UpdateFigures:
     from rayweave.graph.projection import load_projection
     from rayweave.graph.projection_delta import projection_updates
-    from rayweave.ingest.pipeline import delete_documents, run_ingest
+    from rayweave.ingest.pipeline import delete_documents, run_ingest, with_maintenance
 
-    configured = settings.model_copy(
-        update={"graph": settings.graph.model_copy(update={"maintenance": mode})}
-    )
+    configured = with_maintenance(settings, mode)
     before = load_projection(graph)
     with tempfile.TemporaryDirectory(prefix="rw-bench-update-") as tmp:
         path = Path(tmp) / f"bench-update-{mode}.md"
@@ -190,11 +188,9 @@ def _one_document(
 def _rebuild(settings: Settings, collection: str) -> tuple[float, float]:
     import psutil
 
-    from rayweave.ingest.pipeline import finalize
+    from rayweave.ingest.pipeline import finalize, with_maintenance
 
-    configured = settings.model_copy(
-        update={"graph": settings.graph.model_copy(update={"maintenance": "full"})}
-    )
+    configured = with_maintenance(settings, "full")
     me = psutil.Process().pid
     with RssSampler(lambda: [me], interval_s=0.1) as rss:
         started = time.perf_counter()

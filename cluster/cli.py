@@ -698,12 +698,10 @@ def graph_rebuild(config: ConfigOpt = None, collection: CollectionOpt = None) ->
     """Rebuild the namespace's entity layer, synonyms and facts from its stored chunks, writing
     every row (after settings that shape the graph changed, or to repair)."""
     from rayweave.cluster.services.runtime import connect
-    from rayweave.ingest.pipeline import finalize
+    from rayweave.ingest.pipeline import finalize, with_maintenance
 
     settings = _run(lambda: _settings(config, collection))
-    full = settings.model_copy(
-        update={"graph": settings.graph.model_copy(update={"maintenance": "full"})}
-    )
+    full = with_maintenance(settings, "full")
     with ray_output_to_log(settings):
         _run(lambda: connect(settings))
         nodes, edges = _run(lambda: finalize(full, settings.qdrant.collection))

@@ -388,6 +388,13 @@ def finalize(settings: Settings, collection: str) -> tuple[int, int]:
     return sum(counts.nodes.values()), sum(counts.relationships.values())
 
 
+def with_maintenance(settings: Settings, mode: Literal["incremental", "full"]) -> Settings:
+    """`settings` with another `graph.maintenance` (the bench's baseline, the repair path)."""
+    return settings.model_copy(
+        update={"graph": settings.graph.model_copy(update={"maintenance": mode})}
+    )
+
+
 def name_index(settings: Settings, collection: str, *, dense_dim: int) -> NameIndex | None:
     """The namespace's entity-name index for synonymy (None when `graph.synonym_threshold` is
     1.0); the dense encoder loads only if a name needs encoding. Embedded, it is opened in this
