@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from rayweave.cluster.settings import GraphSettings
@@ -45,11 +47,43 @@ def npmi(joint: int, a: int, b: int, total: float) -> float:
     return max(-1.0, min(1.0, pmi / -math.log(p_ab)))
 
 
-def chunk_units(chunks: Sequence[Chunk]) -> dict[NodeRef, NodeRef]:
+@dataclass(slots=True)
+class PairCounts:
+    """Co-occurrence tallies over sets of names (units, or documents' keywords): how many sets,
+    how many hold each name, how many hold each pair. Tallies of disjoint shares of a corpus
+    add up to the corpus's (`merge`)."""
+
+    sets: int = 0
+    df: Counter[str] = field(default_factory=Counter)
+    joint: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def count_sets(self, sets: Iterable[AbstractSet[str]]) -> None:
+        for names in sets:
+            self.sets += 1
+            self.df.update(names)
+
+    def count_pairs(self, sets: Iterable[AbstractSet[str]]) -> None:
+        for names in sets:
+            ordered = sorted(names)
+            for i, a in enumerate(ordered):
+                for b in ordered[i + 1 :]:
+                    self.joint[(a, b)] += 1
+
+    def merge(self, other: PairCounts) -> None:
+        self.sets += other.sets
+        self.df.update(other.df)
+        self.joint.update(other.joint)
+
+
+def chunk_units(
+    chunks: Sequence[Chunk], *, has_sections: bool | None = None
+) -> dict[NodeRef, NodeRef]:
     """Map each chunk to its co-occurrence unit: its section (propositions roll up to their parent
-    section), else itself; document summaries form no unit (they repeat their sections)."""
+    section), else itself; document summaries form no unit (they repeat their sections).
+    `has_sections`: whether the corpus holds any section (default: whether `chunks` do)."""
     by_id = {c.id: c for c in chunks}
-    has_sections = any(c.level is Level.SECTION for c in chunks)
+    if has_sections is None:
+        has_sections = any(c.level is Level.SECTION for c in chunks)
     out: dict[NodeRef, NodeRef] = {}
     for c in chunks:
         if c.level is Level.DOCUMENT:
@@ -85,6 +119,14 @@ def unit_entities(edges: Iterable[EdgeRow], units: Mapping[NodeRef, NodeRef]) ->
 
 
 def related_edges(units: Sequence[set[str]], settings: GraphSettings) -> list[EdgeRow]:
+    """RELATED_TO from the entity sets of units (see `related_from_counts`)."""
+    counts = PairCounts()
+    counts.count_sets(units)
+    counts.count_pairs(units)
+    return related_from_counts(counts, settings)
+
+
+def related_from_counts(counts: PairCounts, settings: GraphSettings) -> list[EdgeRow]:
     """RELATED_TO between entities that co-occur in at least `related_min_support` units with a
     normalised PMI of at least `related_min_npmi`; the strongest `related_max_per_entity` per
     entity.
@@ -92,19 +134,12 @@ def related_edges(units: Sequence[set[str]], settings: GraphSettings) -> list[Ed
     Weight and confidence are the NPMI damped by support (count / (count + 1)). Each edge is
     stored once, from the smaller id to the larger; traversals follow it both ways.
     """
-    total = corpus_scale(len(units))
+    total = corpus_scale(counts.sets)
     if total == 0:
         return []
-    df: Counter[str] = Counter()
-    joint: Counter[tuple[str, str]] = Counter()
-    for ents in units:
-        ordered = sorted(ents)
-        df.update(ordered)
-        for i, a in enumerate(ordered):
-            for b in ordered[i + 1 :]:
-                joint[(a, b)] += 1
+    df = counts.df
     scored: list[tuple[float, str, str, int, float]] = []
-    for (a, b), n in joint.items():
+    for (a, b), n in counts.joint.items():
         if n < settings.related_min_support:
             continue
         score = npmi(n, df[a], df[b], total)
@@ -149,17 +184,44 @@ def strongest_per_entity(
 def topic_rows(
     chunks: Sequence[Chunk], settings: GraphSettings
 ) -> tuple[list[TopicRow], list[EdgeRow]]:
+    """Topics from the chunks' keywords (see `topics_from_counts`)."""
+    doc_keywords, surface = document_keywords(chunks)
+    counts = PairCounts()
+    counts.count_sets(doc_keywords.values())
+    kept = frequent_keywords(doc_keywords, counts, settings)
+    counts.count_pairs(kept.values())
+    return topics_from_counts(counts, surface, kept, settings)
+
+
+def frequent_keywords(
+    doc_keywords: Mapping[str, set[str]], counts: PairCounts, settings: GraphSettings
+) -> dict[str, set[str]]:
+    """Each document's keywords seen in at least `topic_min_support` documents (`counts`: the
+    corpus's keyword document frequencies); documents with none are left out."""
+    out: dict[str, set[str]] = {}
+    for doc_id, kws in doc_keywords.items():
+        kept = {k for k in kws if counts.df[k] >= settings.topic_min_support}
+        if kept:
+            out[doc_id] = kept
+    return out
+
+
+def topics_from_counts(
+    counts: PairCounts,
+    surface: Mapping[str, Counter[str]],
+    doc_keywords: Mapping[str, set[str]],
+    settings: GraphSettings,
+) -> tuple[list[TopicRow], list[EdgeRow]]:
     """Topics as clusters of chunk keywords, and Document -BELONGS_TO-> Topic edges.
 
     Keywords seen in at least `topic_min_support` documents link to their strongest partner by
     NPMI over documents (when at least `topic_min_npmi`); the connected groups of those links are
     the topics. A document belongs to a topic with the share of the topic's keywords it has.
+    `counts` holds every keyword's document frequency and the pairs of frequent ones;
+    `doc_keywords` each document's frequent keywords.
     """
-    doc_keywords, surface = _document_keywords(chunks)
-    df: Counter[str] = Counter()
-    for kws in doc_keywords.values():
-        df.update(kws)
-    best = _keyword_partners(doc_keywords, df, settings)
+    df = counts.df
+    best = _keyword_partners(counts, settings)
     topics: list[TopicRow] = []
     edges: list[EdgeRow] = []
     for members in _connected_groups(best):
@@ -167,14 +229,15 @@ def topic_rows(
             continue
         ranked = sorted(members, key=lambda k: (-df[k], k))
         tid = stable_id("topic", *sorted(members))
-        names = [surface[k].most_common(1)[0][0] for k in ranked[:3]]
+        # The commonest surface form; ties by the form, not by which document came first.
+        names = [min(surface[k].items(), key=lambda kv: (-kv[1], kv[0]))[0] for k in ranked[:3]]
         topics.append(TopicRow(id=tid, name=", ".join(names), keywords=tuple(ranked)))
         edges.extend(_belongs_edges(tid, members, doc_keywords))
     topics.sort(key=lambda t: t.id)
     return topics, edges
 
 
-def _document_keywords(
+def document_keywords(
     chunks: Sequence[Chunk],
 ) -> tuple[dict[str, set[str]], dict[str, Counter[str]]]:
     """Each document's normalised keywords, and each keyword's surface forms with counts."""
@@ -189,23 +252,14 @@ def _document_keywords(
     return doc_keywords, surface
 
 
-def _keyword_partners(
-    doc_keywords: Mapping[str, set[str]], df: Mapping[str, int], settings: GraphSettings
-) -> dict[str, tuple[float, str]]:
+def _keyword_partners(counts: PairCounts, settings: GraphSettings) -> dict[str, tuple[float, str]]:
     """keyword -> (NPMI, partner) for each frequent keyword's strongest frequent partner."""
-    total = corpus_scale(len(doc_keywords))
-    frequent = {k for k, n in df.items() if n >= settings.topic_min_support}
-    joint: Counter[tuple[str, str]] = Counter()
-    for kws in doc_keywords.values():
-        ordered = sorted(kws & frequent)
-        for i, a in enumerate(ordered):
-            for b in ordered[i + 1 :]:
-                joint[(a, b)] += 1
+    total = corpus_scale(counts.sets)
     best: dict[str, tuple[float, str]] = {}
-    for (a, b), n in joint.items():
+    for (a, b), n in counts.joint.items():
         if n < settings.topic_min_support:
             continue
-        score = npmi(n, df[a], df[b], total)
+        score = npmi(n, counts.df[a], counts.df[b], total)
         if score < settings.topic_min_npmi:
             continue
         for x, y in ((a, b), (b, a)):

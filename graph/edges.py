@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from rayweave.cluster.types import Chunk, ContentType, Document, Level
 from rayweave.graph.entities import CollectedNames, EntityResolver, error_names
 from rayweave.graph.extraction import Extraction
 from rayweave.graph.names import is_code_name, normalize_name
-from rayweave.graph.schema import EdgeRow, EdgeSource, NodeLabel, NodeRef, RelType
+from rayweave.graph.schema import EdgeRow, EdgeSource, NodeLabel, NodeRef, PropertyValue, RelType
 
 CONF_TITLE = 0.95
 CONF_HEADING = 0.8
@@ -81,7 +82,7 @@ class EdgeAccumulator:
         source: EdgeSource,
         weight: float | None = None,
         count: int = 1,
-        props: Mapping[str, str | int | float | bool | None] | None = None,
+        props: Mapping[str, PropertyValue] | None = None,
     ) -> None:
         if src == dst:
             return
@@ -156,12 +157,12 @@ def code_edges(
     acc: EdgeAccumulator,
     resolver: EntityResolver,
     chunks: Sequence[Chunk],
-    documents: Sequence[Document],
+    refs: Mapping[str, NodeRef],
     symbol_uses: Mapping[str, Iterable[str]],
 ) -> None:
-    """DEFINES, USES and REFERENCES from code chunks' fields; `symbol_uses` maps a code chunk's
-    id to the symbol entities its text names (from the gazetteer pass)."""
-    refs = _reference_targets(chunks, documents)
+    """DEFINES, USES and REFERENCES from code chunks' fields; `refs` maps reference targets to
+    nodes (`reference_targets`), `symbol_uses` a code chunk's id to the symbol entities its text
+    names (from the gazetteer pass)."""
     for c in chunks:
         ref = chunk_ref(c)
         defined: set[str] = set()
@@ -179,7 +180,7 @@ def code_edges(
             )
         used: list[str] = []
         for target in c.references:
-            hit = refs.get(target) or refs.get(target.rstrip("/").rsplit("/", 1)[-1])
+            hit = refs.get(target) or refs.get(_file_name(target))
             if hit is not None and hit != ref:
                 acc.add(
                     RelType.REFERENCES,
@@ -219,14 +220,16 @@ def error_edges(acc: EdgeAccumulator, resolver: EntityResolver, chunks: Sequence
             )
 
 
-def statement_edges(
-    acc: EdgeAccumulator,
-    resolver: EntityResolver,
-    chunks: Sequence[Chunk],
-    extractions: Mapping[str, Extraction],
-) -> None:
+Statement = tuple[str, int, EdgeRow]  # (chunk id, position in it, edge)
+
+
+def statement_rows(
+    resolver: EntityResolver, chunks: Sequence[Chunk], extractions: Mapping[str, Extraction]
+) -> list[Statement]:
     """An extractor's statements: RELATED_TO from subject to object, the predicate kept on the
-    edge (the walk follows the relation both ways)."""
+    edge (the walk follows the relation both ways). Rows of one pair from several chunks merge
+    across the corpus (`add_statements`), so each keeps where it came from."""
+    out: list[Statement] = []
     for c in chunks:
         ext = extractions.get(c.id)
         if ext is None:
@@ -236,34 +239,68 @@ def statement_edges(
                 for o in resolver.resolve(normalize_name(st.object)):
                     if s == o:
                         continue
-                    acc.add(
-                        RelType.RELATED_TO,
-                        entity_ref(s),
-                        entity_ref(o),
-                        confidence=max(0.0, min(1.0, st.confidence)),
+                    conf = max(0.0, min(1.0, st.confidence))
+                    row = EdgeRow(
+                        rel=RelType.RELATED_TO,
+                        src=entity_ref(s),
+                        dst=entity_ref(o),
+                        weight=conf,
+                        confidence=conf,
                         source=EdgeSource.LLM,
                         props={"predicate": st.predicate},
                     )
-
-
-def _reference_targets(
-    chunks: Sequence[Chunk], documents: Sequence[Document]
-) -> dict[str, NodeRef]:
-    """What a `Chunk.references` entry can point at: chunk ids, doc ids, sources and their file
-    names."""
-    out: dict[str, NodeRef] = {}
-    for d in documents:
-        ref = NodeRef(NodeLabel.DOCUMENT, d.id)
-        out.setdefault(d.id, ref)
-        if d.source:
-            out.setdefault(d.source, ref)
-            out.setdefault(d.source.rstrip("/").rsplit("/", 1)[-1], ref)
-    for c in chunks:
-        out[c.id] = chunk_ref(c)
-        out.setdefault(c.doc_id, NodeRef(NodeLabel.DOCUMENT, c.doc_id))
-        if c.source:
-            out.setdefault(c.source, NodeRef(NodeLabel.DOCUMENT, c.doc_id))
-            out.setdefault(
-                c.source.rstrip("/").rsplit("/", 1)[-1], NodeRef(NodeLabel.DOCUMENT, c.doc_id)
-            )
+                    out.append((c.id, len(out), row))
     return out
+
+
+def add_statements(acc: EdgeAccumulator, statements: Iterable[Statement]) -> None:
+    """Merge statement rows in chunk order (the last chunk's predicate names a repeated pair)."""
+    for _, _, row in sorted(statements, key=lambda s: (s[0], s[1])):
+        acc.add(
+            row.rel,
+            row.src,
+            row.dst,
+            confidence=row.confidence,
+            source=row.source,
+            props=row.props,
+        )
+
+
+TargetRank = tuple[int, str, int]  # what wins when several nodes claim a reference target
+
+
+def reference_targets(
+    chunks: Sequence[Chunk], documents: Sequence[Document], wanted: AbstractSet[str]
+) -> dict[str, tuple[TargetRank, NodeRef]]:
+    """What each `wanted` reference target can point at, ranked: a chunk id, else a document
+    given by id or source, else the first chunk (by id) whose document has that id, source or
+    file name. Candidates from shares of a corpus merge by keeping the lowest rank."""
+    out: dict[str, tuple[TargetRank, NodeRef]] = {}
+
+    def offer(key: str, rank: TargetRank, ref: NodeRef) -> None:
+        if key in wanted and (key not in out or rank < out[key][0]):
+            out[key] = (rank, ref)
+
+    for i, d in enumerate(documents):
+        ref = NodeRef(NodeLabel.DOCUMENT, d.id)
+        for k, key in enumerate((d.id, *_source_keys(d.source))):
+            offer(key, (1, f"{i:012d}", k), ref)
+    for c in chunks:
+        offer(c.id, (0, "", 0), chunk_ref(c))
+        doc = NodeRef(NodeLabel.DOCUMENT, c.doc_id)
+        for k, key in enumerate((c.doc_id, *_source_keys(c.source))):
+            offer(key, (2, c.id, k), doc)
+    return out
+
+
+def reference_keys(chunks: Iterable[Chunk]) -> set[str]:
+    """The targets the chunks' references may resolve to (each as written, and its file name)."""
+    return {key for c in chunks for t in c.references for key in (t, _file_name(t))}
+
+
+def _source_keys(source: str) -> tuple[str, ...]:
+    return (source, _file_name(source)) if source else ()
+
+
+def _file_name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]

@@ -124,13 +124,20 @@ def error_names(chunk: Chunk) -> list[str]:
 
 
 @dataclass(slots=True)
-class _Candidate:
+class NameCandidate:
+    """What the chunks say about one normalised name; tallies from shares of a corpus merge."""
+
     surfaces: Counter[str] = field(default_factory=Counter)
     kinds: Counter[str] = field(default_factory=Counter)
     aliases: set[str] = field(default_factory=set)
-    is_title: bool = False
-    title_surface: str = ""
-    description: str = ""
+    title: tuple[str, str] | None = None  # (its document's place in the corpus, the title)
+
+    def merge(self, other: NameCandidate) -> None:
+        self.surfaces.update(other.surfaces)
+        self.kinds.update(other.kinds)
+        self.aliases |= other.aliases
+        if other.title is not None and (self.title is None or other.title > self.title):
+            self.title = other.title
 
 
 class EntityResolver:
@@ -141,7 +148,7 @@ class EntityResolver:
     """
 
     def __init__(self, known: Mapping[str, Sequence[str]] | None = None) -> None:
-        self._cands: dict[str, _Candidate] = defaultdict(_Candidate)
+        self._cands: dict[str, NameCandidate] = defaultdict(NameCandidate)
         self._known = {k: tuple(v) for k, v in (known or {}).items() if v}
         self._canon: dict[str, str] | None = None
 
@@ -152,8 +159,10 @@ class EntityResolver:
         *,
         aliases: Iterable[str] = (),
         title: bool = False,
+        place: str = "",
     ) -> str:
-        """Register a surface form; returns its normalised name ('' if it cannot be an entity)."""
+        """Register a surface form; returns its normalised name ('' if it cannot be an entity).
+        A name that titles several documents shows the title of the last by `place`."""
         norm: str = normalize_name(surface)
         if not is_informative(norm):
             return ""
@@ -161,8 +170,8 @@ class EntityResolver:
         cand.surfaces[surface.strip()] += 1
         cand.kinds[kind] += 1
         if title:
-            cand.is_title = True
-            cand.title_surface = surface.strip()
+            if cand.title is None or place >= cand.title[0]:
+                cand.title = (place, surface.strip())
             bare = normalize_name(_PARENTHETICAL.sub("", surface))
             if bare and bare != norm and is_informative(bare):
                 cand.aliases.add(bare)
@@ -172,6 +181,16 @@ class EntityResolver:
                 cand.aliases.add(a)
         self._canon = None
         return norm
+
+    @property
+    def candidates(self) -> Mapping[str, NameCandidate]:
+        return self._cands
+
+    def absorb(self, candidates: Mapping[str, NameCandidate]) -> None:
+        """Merge names another resolver collected (from another share of the corpus)."""
+        for norm, cand in candidates.items():
+            self._cands[norm].merge(cand)
+        self._canon = None
 
     def _canonical_map(self) -> dict[str, str]:
         """norm -> canonical norm after merging plurals into singulars and short code names into
@@ -240,7 +259,7 @@ class EntityResolver:
                 kinds.update(c.kinds)
                 aliases |= c.aliases
             # Not the first title met: chunk order is storage order, which updates change.
-            titles = [c.title_surface for c in cands if c.title_surface]
+            titles = [c.title[1] for c in cands if c.title is not None]
             title_surface = max(titles, key=lambda t: (surfaces[t], t)) if titles else ""
             for m in members:
                 tail = short_name(m)
@@ -277,32 +296,40 @@ class CollectedNames:
     definitions: dict[str, list[tuple[str, bool]]]  # chunk id -> (defined name, first sentence)
 
 
-def document_titles(chunks: Sequence[Chunk], documents: Sequence[Document]) -> dict[str, str]:
-    titles = {d.id: d.title.strip() for d in documents if d.title and d.title.strip()}
-    for c in chunks:
+def document_titles(
+    chunks: Sequence[Chunk], documents: Sequence[Document]
+) -> dict[str, tuple[str, str]]:
+    """Document id -> (its place, its title): the given documents first, in their order, then
+    the chunks' documents by their first chunk's id (the order the corpus pass reads them)."""
+    titles = {
+        d.id: (f"0:{i:012d}", d.title.strip())
+        for i, d in enumerate(documents)
+        if d.title and d.title.strip()
+    }
+    for c in sorted(chunks, key=lambda c: c.id):
         if c.doc_id not in titles and c.title.strip():
-            titles[c.doc_id] = c.title.strip()
+            titles[c.doc_id] = (f"1:{c.id}", c.title.strip())
     return titles
 
 
 def collect_names(
     resolver: EntityResolver,
     chunks: Sequence[Chunk],
-    titles: Mapping[str, str],
+    titles: Mapping[str, tuple[str, str]],
     mentions: Mapping[str, Sequence[Entity]],
     extractions: Mapping[str, Extraction],
 ) -> CollectedNames:
     """Register every name the chunks give (titles, headings, definitions, code, errors, an
     extractor's entities and statements) with `resolver`."""
     title_norm: dict[str, str] = {}
-    for doc_id, title in titles.items():
-        norm = resolver.add(title, "title", title=True)
+    for doc_id, (place, title) in titles.items():
+        norm = resolver.add(title, "title", title=True, place=place)
         if norm:
             title_norm[doc_id] = norm
     heading_norm: dict[str, str] = {}
     definitions: dict[str, list[tuple[str, bool]]] = {}
     for c in chunks:
-        heading = _add_heading(resolver, c, titles.get(c.doc_id, ""))
+        heading = _add_heading(resolver, c, titles.get(c.doc_id, ("", ""))[1])
         if heading:
             heading_norm[c.id] = heading
         if c.content_type is not ContentType.CODE:

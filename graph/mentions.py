@@ -171,15 +171,30 @@ def generic_entities(
     units: Mapping[NodeRef, NodeRef],
     max_df: float,
 ) -> set[str]:
+    """Entities named in more than `max_df` of the units (see `unit_frequencies`)."""
+    count, df = unit_frequencies(found, units)
+    return generic_from_counts(count, df, max_df)
+
+
+def unit_frequencies(
+    found: Mapping[str, Mapping[str, Match]], units: Mapping[NodeRef, NodeRef]
+) -> tuple[int, Counter[str]]:
+    """How many units there are, and in how many of them each entity's name occurs. Units never
+    span documents, so counts from shares of whole documents add up."""
     unit_of_chunk = {ref.id: unit for ref, unit in units.items()}
-    count = len(set(units.values()))
-    if count < 50:
-        return set()
-    total = corpus_scale(count)
     seen: dict[str, set[NodeRef]] = defaultdict(set)
     for cid, ents in found.items():
         unit = unit_of_chunk.get(cid)
         if unit is not None:
             for eid in ents:
                 seen[eid].add(unit)
-    return {eid for eid, us in seen.items() if len(us) / total > max_df}
+    return len(set(units.values())), Counter({eid: len(us) for eid, us in seen.items()})
+
+
+def generic_from_counts(units: int, df: Mapping[str, int], max_df: float) -> set[str]:
+    """Names too common to link: in more than `max_df` of the corpus's units (none below 50
+    units, where a fraction says little)."""
+    if units < 50:
+        return set()
+    total = corpus_scale(units)
+    return {eid for eid, n in df.items() if n / total > max_df}

@@ -1,0 +1,390 @@
+"""The corpus pass as map phases over shares of whole documents, and merges of what they count.
+
+The entity layer depends on the whole corpus (which names are entities and how they merge, which
+are too common to link, co-occurrence, topics), but almost all of its work is per chunk once a
+few corpus-wide tallies are known. So it runs in phases; each maps every share alone, and the
+shares' tallies merge (by key: counters add, sets unite, ranked candidates keep the best) into
+what the next phase needs:
+
+1. `tally_names`: the names a share gives, whether it holds sections, the reference targets
+   its chunks name, its keywords' document frequencies. Merged into a `Lexicon`.
+2. `tally_matches`: in how many units and chunks each entity is named, and what the wanted
+   reference targets point at. Merged into a `Context` (the generic names, sentence rarity).
+3. `share_edges`: every edge that starts at the share's chunks or documents, plus the tallies
+   of what crosses shares (`CrossTally`: unit co-occurrence, sentence pair support, keyword
+   pairs, an extractor's statements).
+4. `corpus_edges`: from the merged cross tallies, the edges between entities, the topics, and
+   the entity rows the edges use.
+
+`build_graph` runs the phases over one share; the cluster rebuild (`ingest/corpus_rebuild.py`)
+over many, on many workers. Both give the same layer, because every merge is order-free.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from rayweave.cluster.settings import GraphSettings
+from rayweave.cluster.types import Chunk, ContentType, Document, Entity, Level
+from rayweave.graph.comentions import (
+    chunk_sentences,
+    comention_edges,
+    pair_support,
+    sentence_entities,
+)
+from rayweave.graph.cooccurrence import (
+    PairCounts,
+    chunk_units,
+    document_keywords,
+    frequent_keywords,
+    related_from_counts,
+    topics_from_counts,
+    unit_entities,
+)
+from rayweave.graph.edges import (
+    EdgeAccumulator,
+    Statement,
+    TargetRank,
+    add_statements,
+    code_edges,
+    error_edges,
+    explains_edges,
+    reference_keys,
+    reference_targets,
+    statement_rows,
+)
+from rayweave.graph.entities import (
+    CollectedNames,
+    EntityResolver,
+    NameCandidate,
+    collect_names,
+    document_titles,
+)
+from rayweave.graph.extraction import Extraction
+from rayweave.graph.mentions import (
+    Match,
+    extracted_entities,
+    generic_from_counts,
+    mention_edges,
+    text_matcher,
+    unit_frequencies,
+)
+from rayweave.graph.schema import EdgeRow, EntityRow, GraphBatch, NodeLabel, NodeRef, TopicRow
+
+Found = Mapping[str, Mapping[str, Match]]  # chunk id -> entity id -> its gazetteer match
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """Whole documents' chunks, with an NER extractor's entities and a graph extractor's output
+    per chunk id (`documents`: optional Document records, for titles and reference targets)."""
+
+    chunks: Sequence[Chunk]
+    mentions: Mapping[str, Sequence[Entity]] = field(default_factory=dict)
+    extractions: Mapping[str, Extraction] = field(default_factory=dict)
+    documents: Sequence[Document] = ()
+
+
+# 1. Names ----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class NameTally:
+    candidates: dict[str, NameCandidate] = field(default_factory=dict)
+    has_sections: bool = False
+    references: set[str] = field(default_factory=set)
+    keywords: PairCounts = field(default_factory=PairCounts)  # documents per keyword
+    surfaces: dict[str, Counter[str]] = field(default_factory=dict)
+
+    def merge(self, other: NameTally) -> None:
+        for norm, cand in other.candidates.items():
+            self.candidates.setdefault(norm, NameCandidate()).merge(cand)
+        self.has_sections |= other.has_sections
+        self.references |= other.references
+        self.keywords.merge(other.keywords)
+        for kw, forms in other.surfaces.items():
+            self.surfaces.setdefault(kw, Counter()).update(forms)
+
+
+def tally_names(share: Share) -> NameTally:
+    resolver = EntityResolver()
+    _names(resolver, share)
+    doc_keywords, surfaces = document_keywords(share.chunks)
+    keywords = PairCounts()
+    keywords.count_sets(doc_keywords.values())
+    return NameTally(
+        candidates=dict(resolver.candidates),
+        has_sections=any(c.level is Level.SECTION for c in share.chunks),
+        references=reference_keys(share.chunks),
+        keywords=keywords,
+        surfaces=dict(surfaces),
+    )
+
+
+def _names(resolver: EntityResolver, share: Share) -> CollectedNames:
+    titles = document_titles(share.chunks, share.documents)
+    return collect_names(resolver, share.chunks, titles, share.mentions, share.extractions)
+
+
+@dataclass(frozen=True, slots=True)
+class Lexicon:
+    """The corpus's names: what every share resolves and matches against."""
+
+    resolver: EntityResolver
+    rows: tuple[EntityRow, ...]
+    has_sections: bool
+    references: frozenset[str]
+    max_ngram: int
+
+    def matcher(self) -> Callable[[str], dict[str, Match]]:
+        return text_matcher(self.resolver, self.rows, self.max_ngram)
+
+    def found(self, chunks: Sequence[Chunk]) -> dict[str, dict[str, Match]]:
+        match = self.matcher()
+        return {c.id: match(c.text) for c in chunks}
+
+
+def lexicon(
+    names: NameTally,
+    settings: GraphSettings,
+    *,
+    known: Mapping[str, Sequence[str]] | None = None,
+) -> Lexicon:
+    resolver = EntityResolver(known)
+    resolver.absorb(names.candidates)
+    return Lexicon(
+        resolver=resolver,
+        rows=tuple(resolver.rows()),
+        has_sections=names.has_sections,
+        references=frozenset(names.references),
+        max_ngram=settings.gazetteer_max_ngram,
+    )
+
+
+# 2. Matches --------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class MatchTally:
+    units: int = 0
+    unit_df: Counter[str] = field(default_factory=Counter)  # units naming each entity
+    chunk_df: Counter[str] = field(default_factory=Counter)  # chunks naming each entity
+    targets: dict[str, tuple[TargetRank, NodeRef]] = field(default_factory=dict)
+
+    def merge(self, other: MatchTally) -> None:
+        self.units += other.units
+        self.unit_df.update(other.unit_df)
+        self.chunk_df.update(other.chunk_df)
+        for key, (rank, ref) in other.targets.items():
+            if key not in self.targets or rank < self.targets[key][0]:
+                self.targets[key] = (rank, ref)
+
+
+def tally_matches(share: Share, lex: Lexicon, found: Found | None = None) -> MatchTally:
+    found = lex.found(share.chunks) if found is None else found
+    units = chunk_units(share.chunks, has_sections=lex.has_sections)
+    count, unit_df = unit_frequencies(found, units)
+    return MatchTally(
+        units=count,
+        unit_df=unit_df,
+        chunk_df=Counter(eid for ents in found.values() for eid in ents),
+        targets=reference_targets(share.chunks, share.documents, lex.references),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """The corpus-wide facts phase 3 needs besides the lexicon."""
+
+    generic: frozenset[str]
+    chunk_df: Mapping[str, int]
+    targets: Mapping[str, NodeRef]
+    keywords: PairCounts
+    surfaces: Mapping[str, Counter[str]]
+    settings: GraphSettings
+
+
+def context(names: NameTally, matches: MatchTally, settings: GraphSettings) -> Context:
+    return Context(
+        generic=frozenset(
+            generic_from_counts(matches.units, matches.unit_df, settings.gazetteer_max_df)
+        ),
+        chunk_df=dict(matches.chunk_df),
+        targets={key: ref for key, (_, ref) in matches.targets.items()},
+        keywords=names.keywords,
+        surfaces=names.surfaces,
+        settings=settings,
+    )
+
+
+# 3. Edges of a share -----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class CrossTally:
+    """What a share counts towards edges that do not start at its own nodes."""
+
+    units: PairCounts = field(default_factory=PairCounts)  # entities per co-occurrence unit
+    support: dict[tuple[str, str], tuple[float, int]] = field(default_factory=dict)
+    keyword_pairs: Counter[tuple[str, str]] = field(default_factory=Counter)
+    doc_keywords: dict[str, set[str]] = field(default_factory=dict)  # frequent ones
+    statements: list[Statement] = field(default_factory=list)
+    entities: set[str] = field(default_factory=set)  # entity ids the share's edges use
+
+    def merge(self, other: CrossTally) -> None:
+        self.units.merge(other.units)
+        for pair, (s, n) in other.support.items():
+            s0, n0 = self.support.get(pair, (0.0, 0))
+            self.support[pair] = (s0 + s, n0 + n)
+        self.keyword_pairs.update(other.keyword_pairs)
+        self.doc_keywords.update(other.doc_keywords)
+        self.statements.extend(other.statements)
+        self.entities |= other.entities
+
+
+@dataclass(frozen=True, slots=True)
+class ShareEdges:
+    edges: list[EdgeRow]  # every edge from the share's chunks and documents, final
+    cross: CrossTally
+
+
+def share_edges(share: Share, lex: Lexicon, ctx: Context, found: Found | None = None) -> ShareEdges:
+    chunks, resolver, cfg = share.chunks, lex.resolver, ctx.settings
+    found = lex.found(chunks) if found is None else found
+    names = _names(EntityResolver(), share)  # its normalised names; `lex` resolves them
+    acc = EdgeAccumulator()
+    explains_edges(acc, resolver, chunks, names)
+    extracted = extracted_entities(chunks, share.mentions, share.extractions)
+    mention_edges(acc, resolver, chunks, found, ctx.generic, extracted)
+    code_edges(acc, resolver, chunks, ctx.targets, _symbol_uses(chunks, found, lex.rows))
+    error_edges(acc, resolver, chunks)
+
+    cross = CrossTally(statements=statement_rows(resolver, chunks, share.extractions))
+    units = chunk_units(chunks, has_sections=lex.has_sections)
+    entity_edges = [
+        e
+        for e in acc.rows.values()
+        if e.dst.label is NodeLabel.ENTITY and e.src.label is not NodeLabel.ENTITY
+    ]
+    unit_sets = unit_entities(entity_edges, units)
+    cross.units.count_sets(unit_sets)
+    cross.units.count_pairs(unit_sets)
+    if cfg.sentence_links:
+        cross.support = _sentence_support(share, names, lex, ctx, found)
+    doc_keywords, _ = document_keywords(chunks)
+    cross.doc_keywords = frequent_keywords(doc_keywords, ctx.keywords, cfg)
+    pairs = PairCounts()
+    pairs.count_pairs(cross.doc_keywords.values())
+    cross.keyword_pairs = pairs.joint
+    edges = list(acc.rows.values())
+    cross.entities = {e.dst.id for e in edges if e.dst.label is NodeLabel.ENTITY}
+    return ShareEdges(edges=edges, cross=cross)
+
+
+def _symbol_uses(
+    chunks: Sequence[Chunk], found: Found, entity_rows: Sequence[EntityRow]
+) -> dict[str, list[str]]:
+    """Per code chunk, the symbol entities its text names (candidates for USES)."""
+    symbol_ids = {r.id for r in entity_rows if r.kind == "symbol"}
+    return {
+        c.id: [eid for eid in found[c.id] if eid in symbol_ids]
+        for c in chunks
+        if c.content_type is ContentType.CODE
+    }
+
+
+def _sentence_support(
+    share: Share, names: CollectedNames, lex: Lexicon, ctx: Context, found: Found
+) -> dict[tuple[str, str], tuple[float, int]]:
+    """CO_MENTIONED support between the entities of each sentence (`graph/comentions.py`), with
+    rarity from the corpus's chunks naming each entity."""
+    match = lex.matcher()
+    doc_of = {c.id: c.doc_id for c in share.chunks}
+    per_sentence: list[dict[str, float]] = []
+    for cid, texts in chunk_sentences(share.chunks).items():
+        matches = [match(t) for t in texts]
+        subjects = _subjects(lex.resolver, names, cid, doc_of[cid])
+        per_sentence += sentence_entities(texts, matches, subjects, ctx.generic)
+    return pair_support(per_sentence, ctx.chunk_df)
+
+
+def _subjects(resolver: EntityResolver, names: CollectedNames, cid: str, doc_id: str) -> list[str]:
+    """The entities a chunk is about: its document's title and its own heading."""
+    forms = [names.titles.get(doc_id), names.headings.get(cid)]
+    return [eid for form in forms if form for eid in resolver.resolve(form)]
+
+
+# 4. Edges across shares --------------------------------------------------------------------
+
+
+def corpus_edges(
+    cross: CrossTally, lex: Lexicon, ctx: Context
+) -> tuple[list[EdgeRow], list[TopicRow], list[EntityRow]]:
+    """Edges between entities (an extractor's statements, co-occurrence, sentences), topics with
+    their documents, and the entity rows that any edge of the corpus uses."""
+    cfg = ctx.settings
+    acc = EdgeAccumulator()
+    add_statements(acc, cross.statements)
+    keywords = PairCounts(sets=ctx.keywords.sets, df=ctx.keywords.df, joint=cross.keyword_pairs)
+    topics, belongs = topics_from_counts(keywords, ctx.surfaces, cross.doc_keywords, cfg)
+    for e in (*related_from_counts(cross.units, cfg), *belongs):
+        acc.add(
+            e.rel,
+            e.src,
+            e.dst,
+            confidence=e.confidence,
+            source=e.source,
+            weight=e.weight,
+            count=e.count,
+        )
+    if cfg.sentence_links:
+        for e in comention_edges(cross.support, ctx.chunk_df):
+            acc.rows[(e.rel, e.src, e.dst)] = e  # one rule makes these, one edge per pair
+    edges = list(acc.rows.values())
+    wanted = set(cross.entities)
+    wanted |= {ref.id for e in edges for ref in (e.src, e.dst) if ref.label is NodeLabel.ENTITY}
+    return edges, topics, [r for r in lex.rows if r.id in wanted]
+
+
+def build_in_one(
+    share: Share, settings: GraphSettings, *, known: Mapping[str, Sequence[str]] | None = None
+) -> GraphBatch:
+    """Every phase over one share, the gazetteer pass run once."""
+    names = tally_names(share)
+    lex = lexicon(names, settings, known=known)
+    found = lex.found(share.chunks)
+    ctx = context(names, tally_matches(share, lex, found), settings)
+    part = share_edges(share, lex, ctx, found)
+    edges, topics, entities = corpus_edges(part.cross, lex, ctx)
+    return GraphBatch(entities=tuple(entities), topics=tuple(topics), edges=(*part.edges, *edges))
+
+
+class _Tally(Protocol):
+    def merge(self, other: Any, /) -> None: ...
+
+
+_T = TypeVar("_T", bound=_Tally)
+
+
+def merge_all(tallies: Iterable[_T]) -> _T:
+    """One tally of a kind from many (the first absorbs the rest)."""
+    it = iter(tallies)
+    first = next(it)
+    for t in it:
+        first.merge(t)
+    return first
+
+
+def build_in_shares(shares: Sequence[Share], settings: GraphSettings) -> GraphBatch:
+    """Every phase share by share, merging between phases: what the cluster rebuild computes,
+    in one process (for tests and small corpora)."""
+    names = merge_all(tally_names(s) for s in shares)
+    lex = lexicon(names, settings)
+    ctx = context(names, merge_all(tally_matches(s, lex) for s in shares), settings)
+    parts = [share_edges(s, lex, ctx) for s in shares]
+    edges, topics, entities = corpus_edges(merge_all(p.cross for p in parts), lex, ctx)
+    own = [e for p in parts for e in p.edges]
+    return GraphBatch(entities=tuple(entities), topics=tuple(topics), edges=(*own, *edges))
