@@ -696,15 +696,17 @@ def graph_prune(
 @graph_app.command("rebuild")
 def graph_rebuild(config: ConfigOpt = None, collection: CollectionOpt = None) -> None:
     """Rebuild the namespace's entity layer, synonyms and facts from its stored chunks, writing
-    every row (after settings that shape the graph changed, or to repair)."""
+    every row (after settings that shape the graph changed, or to repair): a Ray job over shares
+    of the documents, on every node of the cluster."""
+    from rayweave.cluster.services.graph_server import resolve_graph_connection
     from rayweave.cluster.services.runtime import connect
-    from rayweave.ingest.pipeline import finalize, with_maintenance
+    from rayweave.ingest.pipeline import finalize
 
     settings = _run(lambda: _settings(config, collection))
-    full = with_maintenance(settings, "full")
     with ray_output_to_log(settings):
         _run(lambda: connect(settings))
-        nodes, edges = _run(lambda: finalize(full, settings.qdrant.collection))
+        _run(lambda: resolve_graph_connection(settings))
+        nodes, edges = _run(lambda: finalize(settings, settings.qdrant.collection, rebuild=True))
     out.print(f"graph {settings.qdrant.collection}: {nodes} nodes, {edges} relationships")
 
 

@@ -380,8 +380,15 @@ class GraphSettings(_Group):
         description="How the entity layer follows an ingest or delete: 'incremental' writes "
         "only the entity and edge rows that changed and relinks synonyms only around names that "
         "came or went (each name encoded once, kept in '<collection>-names'); 'full' rewrites "
-        "every row and re-encodes every name (the repair path `rayweave graph rebuild` takes, "
-        "and the baseline of `rayweave bench update`). Both leave the same graph.",
+        "every row and re-encodes every name in the ingesting process (the baseline of "
+        "`rayweave bench update`). Both leave the same graph, as does `rayweave graph rebuild`.",
+    )
+    rebuild_share_documents: int = Field(
+        default=500,
+        ge=1,
+        description="Documents per share of `rayweave graph rebuild`, the full rebuild as a Ray "
+        "job: one task reads, matches and links each share, on any node, so a share is what one "
+        "worker holds at once and shares are what spreads the work over the cluster.",
     )
     # Language-model relations (rayweave.graph.extractor_factory, the ingest `ExtractFacts` stage).
     extractor: str | None = Field(

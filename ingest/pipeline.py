@@ -362,20 +362,29 @@ def _file_match_note(settings: Settings, collection: str) -> str:
     return file_match_note(settings.graph.extractor.removeprefix("file:"), texts)
 
 
-def finalize(settings: Settings, collection: str) -> tuple[int, int]:
+def finalize(settings: Settings, collection: str, *, rebuild: bool = False) -> tuple[int, int]:
     """Corpus-wide steps after documents are written or deleted: the graph's entity layer from
     every stored chunk and synonymy for the names that changed (`graph.indexing`), the facts
     collection from the extractions kept on chunks, and the vector index build. Returns the
-    namespace's graph node and relationship totals."""
+    namespace's graph node and relationship totals. `rebuild`: the entity layer as a Ray job
+    over shares of the corpus (`ingest/corpus_rebuild.py`), then every name relinked."""
     from rayweave.cluster.vectors.service import vector_store_for
     from rayweave.graph.indexing import update_entity_layer
     from rayweave.graph.store import open_graph_store
+    from rayweave.graph.synonym_index import update_synonyms
+    from rayweave.ingest.corpus_rebuild import rebuild_on_cluster
 
     graph = open_graph_store(settings, namespace=collection)
     store = vector_store_for(settings, collection)
     names = name_index(settings, collection, dense_dim=store.spec().dense_dim)
     try:
-        update_entity_layer(graph, names, full=settings.graph.maintenance == "full")
+        if rebuild:
+            rebuild_on_cluster(settings, collection)
+            if names is not None:
+                names.store.drop()
+                update_synonyms(graph, names)
+        else:
+            update_entity_layer(graph, names, full=settings.graph.maintenance == "full")
         extractions = graph.chunk_extractions()
         if extractions or settings.graph.extractor is not None:
             _sync_facts(settings, collection, extractions)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rayweave.cluster.types import Chunk, Entity, Level
+from rayweave.graph.extraction import Extraction, decode_extraction
 from rayweave.graph.names import name_ngrams, normalize_name, unique, variants
 from rayweave.graph.schema import NodeLabel
 from rayweave.graph.store.chunk_props import chunk_from_props, decode_mentions
@@ -82,15 +83,38 @@ class GraphReads(StoreConnection):
         """Every stored chunk and, in the same read, the extractor entities `write_chunks` kept
         per chunk id (a chunk written before they were kept has no entry)."""
         pairs = self._stored_chunks(None)
-        mentions = {c.id: decode_mentions(m) for c, m in pairs if m is not None}
-        return [c for c, _ in pairs], mentions
+        return [c for c, _ in pairs], _mentions(pairs)
 
-    def _stored_chunks(self, doc_ids: Sequence[str] | None) -> list[tuple[Chunk, object]]:
-        """(chunk, its stored `mentions` property or None), from one read per label."""
+    def document_ids(self, offset: int, limit: int) -> list[str]:
+        """One page of this namespace's document ids, in id order (a rebuild's shares)."""
+        rows = self.read(
+            "MATCH (d:Document {ns: $ns}) RETURN d.id AS id ORDER BY d.id SKIP $skip LIMIT $limit",
+            {"skip": offset, "limit": limit},
+            op="document_ids",
+        )
+        return [str(r["id"]) for r in rows]
+
+    def document_count(self) -> int:
+        rows = self.read("MATCH (d:Document {ns: $ns}) RETURN count(d) AS n", op="document_count")
+        return int(rows[0]["n"]) if rows else 0
+
+    def documents_content(
+        self, doc_ids: Sequence[str]
+    ) -> tuple[list[Chunk], dict[str, list[Entity]], dict[str, Extraction]]:
+        """The given documents' chunks with what extractors kept on them: the corpus pass's
+        input for a share of the corpus."""
+        pairs = self._stored_chunks(doc_ids)
+        extractions = {
+            c.id: decode_extraction(p["extraction"]) for c, p in pairs if p.get("extraction")
+        }
+        return [c for c, _ in pairs], _mentions(pairs), extractions
+
+    def _stored_chunks(self, doc_ids: Sequence[str] | None) -> list[tuple[Chunk, dict[str, Any]]]:
+        """(chunk, its stored properties), from one read per label."""
         params: dict[str, Any] = {
             "dkeys": [self.key(d) for d in doc_ids] if doc_ids is not None else None
         }
-        found: list[tuple[Chunk, object]] = []
+        found: list[tuple[Chunk, dict[str, Any]]] = []
         for label in (NodeLabel.SECTION, NodeLabel.PROPOSITION):
             where = "WHERE c.dkey IN $dkeys" if doc_ids is not None else ""
             rows = self.read(
@@ -99,9 +123,7 @@ class GraphReads(StoreConnection):
                 op="chunks",
             )
             level = Level(label.value.lower())
-            found.extend(
-                (chunk_from_props(r["p"], level=level), r["p"].get("mentions")) for r in rows
-            )
+            found.extend((chunk_from_props(r["p"], level=level), r["p"]) for r in rows)
         where = "AND d.key IN $dkeys" if doc_ids is not None else ""
         rows = self.read(
             f"MATCH (d:Document {{ns: $ns}}) WHERE d.chunk_id IS NOT NULL {where} "
@@ -112,8 +134,14 @@ class GraphReads(StoreConnection):
         for r in rows:
             p = dict(r["p"])
             p["doc_id"], p["id"] = p["id"], p["chunk_id"]
-            found.append((chunk_from_props(p, level=Level.DOCUMENT), p.get("mentions")))
+            found.append((chunk_from_props(p, level=Level.DOCUMENT), p))
         # By id, not storage order: ties in the corpus pass must not depend on which actor
         # wrote first, nor on the order updates left the rows in.
         found.sort(key=lambda pair: pair[0].id)
         return found
+
+
+def _mentions(pairs: Sequence[tuple[Chunk, Mapping[str, Any]]]) -> dict[str, list[Entity]]:
+    """The extractor entities kept per chunk id (a chunk written before they were kept has no
+    entry)."""
+    return {c.id: decode_mentions(p["mentions"]) for c, p in pairs if p.get("mentions") is not None}
