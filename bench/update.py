@@ -6,8 +6,9 @@ projection up to date again: once with `graph.maintenance = "incremental"` (diff
 index, change-log deltas) and once with `"full"` (every row rewritten, every name re-encoded,
 whole projection reloads), in the same run so that machine load moves both alike; an untimed
 upkeep first builds the name index if the namespace has none. It ends with
-the full rebuild (`rayweave graph rebuild`): its time and the driver's peak memory. The
-namespace is left as it was: the graph after the delete equals a fresh ingest of what remains.
+the full rebuild, its time and the driver's peak memory, both ways: in the driver (the full
+pass) and as `rayweave graph rebuild`'s Ray job over shares. The namespace is left as it was: the
+graph after the delete equals a fresh ingest of what remains.
 """
 
 from __future__ import annotations
@@ -53,8 +54,10 @@ class UpdateRow:
     projection_load_s: float
     incremental: UpdateFigures
     full: UpdateFigures
-    rebuild_s: float
-    rebuild_peak_rss_mb: float
+    rebuild_s: float  # `rayweave graph rebuild`, the Ray job over shares
+    rebuild_peak_rss_mb: float  # the driver's peak during it
+    full_rebuild_s: float  # the full pass in the driver
+    full_rebuild_peak_rss_mb: float
 
     def update_cells(self) -> dict[str, str | float | int]:
         inc, full = self.incremental, self.full
@@ -82,6 +85,8 @@ class UpdateRow:
             "delta/load": round(refresh / load, 3) if load else 0.0,
             "rebuild s": round(self.rebuild_s, 1),
             "peak MB": round(self.rebuild_peak_rss_mb),
+            "in driver s": round(self.full_rebuild_s, 1),
+            "peak MB ": round(self.full_rebuild_peak_rss_mb),
         }
 
 
@@ -105,7 +110,10 @@ def run_update_bench(
         rows.append(_measure(settings, collection, con))
     con.print("one document, seconds (incremental upkeep beside the full pass):")
     con.print(format_table([r.update_cells() for r in rows]), markup=False, highlight=False)
-    con.print("projection after it (delta beside a whole load), and the full rebuild:")
+    con.print(
+        "projection after it (delta beside a whole load), and the full rebuild "
+        "(the Ray job beside the pass in the driver):"
+    )
     con.print(format_table([r.projection_cells() for r in rows]), markup=False, highlight=False)
     if json_path is not None:
         json_path.write_text(json.dumps([asdict(r) for r in rows], indent=2))
@@ -131,8 +139,9 @@ def _measure(settings: Settings, collection: str, con: Console) -> UpdateRow:
         }
     finally:
         graph.close()
-    con.print(f"{collection}: full rebuild ...")
-    rebuild_s, peak = _rebuild(settings, collection)
+    con.print(f"{collection}: full rebuild, in the driver and as a Ray job ...")
+    full_s, full_peak = _rebuild(settings, collection, on_cluster=False)
+    rebuild_s, peak = _rebuild(settings, collection, on_cluster=True)
     return UpdateRow(
         collection=collection,
         documents=documents,
@@ -143,6 +152,8 @@ def _measure(settings: Settings, collection: str, con: Console) -> UpdateRow:
         full=figures["full"],
         rebuild_s=rebuild_s,
         rebuild_peak_rss_mb=peak,
+        full_rebuild_s=full_s,
+        full_rebuild_peak_rss_mb=full_peak,
     )
 
 
@@ -185,7 +196,7 @@ def _one_document(
     )
 
 
-def _rebuild(settings: Settings, collection: str) -> tuple[float, float]:
+def _rebuild(settings: Settings, collection: str, *, on_cluster: bool) -> tuple[float, float]:
     import psutil
 
     from rayweave.ingest.pipeline import finalize, with_maintenance
@@ -194,6 +205,6 @@ def _rebuild(settings: Settings, collection: str) -> tuple[float, float]:
     me = psutil.Process().pid
     with RssSampler(lambda: [me], interval_s=0.1) as rss:
         started = time.perf_counter()
-        finalize(configured, collection)
+        finalize(configured, collection, rebuild=on_cluster)
         seconds = time.perf_counter() - started
     return seconds, rss.peak_mb

@@ -39,4 +39,6 @@ def test_one_document_both_ways_leaves_the_namespace_as_it_was(
     assert full.refresh_keys == 0  # the full pass cannot: a whole load
     assert row.rebuild_s > 0
     assert row.rebuild_peak_rss_mb > 50
+    assert row.full_rebuild_s > 0
+    assert row.full_rebuild_peak_rss_mb > 50
     assert json.loads(out.read_text())[0]["collection"] == "bench-update"
