@@ -222,6 +222,10 @@ def topics_from_counts(
     """
     df = counts.df
     best = _keyword_partners(counts, settings)
+    docs_with: dict[str, list[str]] = defaultdict(list)  # keyword -> documents, by id
+    for doc_id in sorted(doc_keywords):
+        for kw in doc_keywords[doc_id]:
+            docs_with[kw].append(doc_id)
     topics: list[TopicRow] = []
     edges: list[EdgeRow] = []
     for members in _connected_groups(best):
@@ -232,7 +236,8 @@ def topics_from_counts(
         # The commonest surface form; ties by the form, not by which document came first.
         names = [min(surface[k].items(), key=lambda kv: (-kv[1], kv[0]))[0] for k in ranked[:3]]
         topics.append(TopicRow(id=tid, name=", ".join(names), keywords=tuple(ranked)))
-        edges.extend(_belongs_edges(tid, members, doc_keywords))
+        holders = sorted({d for k in members for d in docs_with.get(k, ())})
+        edges.extend(_belongs_edges(tid, members, {d: doc_keywords[d] for d in holders}))
     topics.sort(key=lambda t: t.id)
     return topics, edges
 

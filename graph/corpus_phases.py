@@ -110,18 +110,24 @@ class NameTally:
 
 
 def tally_names(share: Share) -> NameTally:
+    return _tally_names(share)[0]
+
+
+def _tally_names(share: Share) -> tuple[NameTally, CollectedNames]:
+    """The share's tally, and its normalised names that phase 3 resolves."""
     resolver = EntityResolver()
-    _names(resolver, share)
+    names = _names(resolver, share)
     doc_keywords, surfaces = document_keywords(share.chunks)
     keywords = PairCounts()
     keywords.count_sets(doc_keywords.values())
-    return NameTally(
+    tally = NameTally(
         candidates=dict(resolver.candidates),
         has_sections=any(c.level is Level.SECTION for c in share.chunks),
         references=reference_keys(share.chunks),
         keywords=keywords,
         surfaces=dict(surfaces),
     )
+    return tally, names
 
 
 def _names(resolver: EntityResolver, share: Share) -> CollectedNames:
@@ -251,10 +257,19 @@ class ShareEdges:
     cross: CrossTally
 
 
-def share_edges(share: Share, lex: Lexicon, ctx: Context, found: Found | None = None) -> ShareEdges:
+def share_edges(
+    share: Share,
+    lex: Lexicon,
+    ctx: Context,
+    found: Found | None = None,
+    names: CollectedNames | None = None,
+) -> ShareEdges:
+    """`found` and `names`: the share's gazetteer matches and normalised names, when an earlier
+    phase kept them."""
     chunks, resolver, cfg = share.chunks, lex.resolver, ctx.settings
     found = lex.found(chunks) if found is None else found
-    names = _names(EntityResolver(), share)  # its normalised names; `lex` resolves them
+    if names is None:  # its normalised names; `lex` resolves them
+        names = _names(EntityResolver(), share)
     acc = EdgeAccumulator()
     explains_edges(acc, resolver, chunks, names)
     extracted = extracted_entities(chunks, share.mentions, share.extractions)
@@ -353,11 +368,11 @@ def build_in_one(
     share: Share, settings: GraphSettings, *, known: Mapping[str, Sequence[str]] | None = None
 ) -> GraphBatch:
     """Every phase over one share, the gazetteer pass run once."""
-    names = tally_names(share)
+    names, collected = _tally_names(share)
     lex = lexicon(names, settings, known=known)
     found = lex.found(share.chunks)
     ctx = context(names, tally_matches(share, lex, found), settings)
-    part = share_edges(share, lex, ctx, found)
+    part = share_edges(share, lex, ctx, found, collected)
     edges, topics, entities = corpus_edges(part.cross, lex, ctx)
     return GraphBatch(entities=tuple(entities), topics=tuple(topics), edges=(*part.edges, *edges))
 
