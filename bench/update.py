@@ -13,13 +13,14 @@ graph after the delete equals a fresh ingest of what remains.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from rich.console import Console
 
@@ -140,8 +141,8 @@ def _measure(settings: Settings, collection: str, con: Console) -> UpdateRow:
     finally:
         graph.close()
     con.print(f"{collection}: full rebuild, in the driver and as a Ray job ...")
-    full_s, full_peak = _rebuild(settings, collection, on_cluster=False)
     rebuild_s, peak = _rebuild(settings, collection, on_cluster=True)
+    full_s, full_peak = _rebuild(settings, collection, on_cluster=False)
     return UpdateRow(
         collection=collection,
         documents=documents,
@@ -197,14 +198,32 @@ def _one_document(
 
 
 def _rebuild(settings: Settings, collection: str, *, on_cluster: bool) -> tuple[float, float]:
-    import psutil
+    """The rebuild's seconds and its driver's peak RSS, in a fresh process: what earlier steps
+    left in this one's heap would hide (or inflate) the rebuild's own peak."""
+    import multiprocessing
 
+    ctx = multiprocessing.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_rebuild_driver, args=(settings, collection, on_cluster, send))
+    child.start()
+    send.close()  # the child's end only: a child that dies ends `recv` instead of hanging it
+    seconds = 0.0
+    with RssSampler(lambda: [child.pid] if child.pid else [], interval_s=0.1) as rss:
+        with contextlib.suppress(EOFError):
+            seconds = float(receive.recv())
+        child.join()
+    if child.exitcode != 0:
+        raise RuntimeError(f"the rebuild of {collection} failed (exit {child.exitcode})")
+    return seconds, rss.peak_mb
+
+
+def _rebuild_driver(settings: Settings, collection: str, on_cluster: bool, send: Any) -> None:
+    from rayweave.cluster.services.graph_server import resolve_graph_connection
+    from rayweave.cluster.services.runtime import connect
     from rayweave.ingest.pipeline import finalize, with_maintenance
 
-    configured = with_maintenance(settings, "full")
-    me = psutil.Process().pid
-    with RssSampler(lambda: [me], interval_s=0.1) as rss:
-        started = time.perf_counter()
-        finalize(configured, collection, rebuild=on_cluster)
-        seconds = time.perf_counter() - started
-    return seconds, rss.peak_mb
+    connect(settings)
+    resolve_graph_connection(settings)
+    started = time.perf_counter()
+    finalize(with_maintenance(settings, "full"), collection, rebuild=on_cluster)
+    send.send(time.perf_counter() - started)

@@ -703,10 +703,15 @@ def graph_rebuild(config: ConfigOpt = None, collection: CollectionOpt = None) ->
     from rayweave.ingest.pipeline import finalize
 
     settings = _run(lambda: _settings(config, collection))
-    with ray_output_to_log(settings):
+    name = settings.qdrant.collection
+    with ray_output_to_log(settings), console.status(f"graph rebuild {name}") as shown:
         _run(lambda: connect(settings))
         _run(lambda: resolve_graph_connection(settings))
-        nodes, edges = _run(lambda: finalize(settings, settings.qdrant.collection, rebuild=True))
+
+        def progress(step: str) -> None:
+            shown.update(f"graph rebuild {name}: {step}")
+
+        nodes, edges = _run(lambda: finalize(settings, name, rebuild=True, progress=progress))
     out.print(f"graph {settings.qdrant.collection}: {nodes} nodes, {edges} relationships")
 
 

@@ -139,14 +139,17 @@ def _layer(settings: Settings, collection: str, offsets: range, laps: _Laps) -> 
     names = _reduce([o[1] for o in outs])
     nodes = len(set(ray.get([o[2] for o in outs])))
     lex = _task(lexicon).remote(names, cfg)
+    _wait(lex)
     laps("names")
     outs = [_task(_matches, returns=2, spread=True).remote(s, lex) for s in shares]
     ctx = _task(context).remote(names, _reduce([o[0] for o in outs]), cfg)
     founds = [o[1] for o in outs]
+    _wait(ctx)
     laps("matches")
     edged = _task(_edges, returns=2, spread=True)
     outs = [edged.remote(s, lex, ctx, f) for s, f in zip(shares, founds, strict=True)]
     cross = _task(corpus_edges, returns=3).remote(_reduce([o[1] for o in outs]), lex, ctx)
+    _wait(*cross)
     laps("edges")
     return _Layer(
         own_edges=[o[0] for o in outs],
@@ -168,6 +171,13 @@ def _write_layer(settings: Settings, collection: str, layer: _Layer) -> tuple[in
     edges = [*layer.own_edges, layer.cross_edges]
     written = sum(ray.get([writer.remote(settings, collection, e, layer.run) for e in edges]))
     return int(entities), int(topics), written
+
+
+def _wait(*refs: Any) -> None:
+    """Until the tasks behind `refs` finished, without fetching their values to the driver."""
+    import ray
+
+    ray.wait(list(refs), num_returns=len(refs), fetch_local=False)
 
 
 def _task(fn: Callable[..., Any], *, returns: int = 1, spread: bool = False) -> Any:

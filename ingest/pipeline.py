@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -362,12 +362,19 @@ def _file_match_note(settings: Settings, collection: str) -> str:
     return file_match_note(settings.graph.extractor.removeprefix("file:"), texts)
 
 
-def finalize(settings: Settings, collection: str, *, rebuild: bool = False) -> tuple[int, int]:
+def finalize(
+    settings: Settings,
+    collection: str,
+    *,
+    rebuild: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[int, int]:
     """Corpus-wide steps after documents are written or deleted: the graph's entity layer from
     every stored chunk and synonymy for the names that changed (`graph.indexing`), the facts
     collection from the extractions kept on chunks, and the vector index build. Returns the
     namespace's graph node and relationship totals. `rebuild`: the entity layer as a Ray job
-    over shares of the corpus (`ingest/corpus_rebuild.py`), then every name relinked."""
+    over shares of the corpus (`ingest/corpus_rebuild.py`), then every name relinked; `progress`
+    hears which step runs."""
     from rayweave.cluster.vectors.service import vector_store_for
     from rayweave.graph.indexing import update_entity_layer
     from rayweave.graph.store import open_graph_store
@@ -379,8 +386,10 @@ def finalize(settings: Settings, collection: str, *, rebuild: bool = False) -> t
     names = name_index(settings, collection, dense_dim=store.spec().dense_dim)
     try:
         if rebuild:
-            rebuild_on_cluster(settings, collection)
+            rebuild_on_cluster(settings, collection, progress=progress)
             if names is not None:
+                if progress is not None:
+                    progress("relinking synonyms")
                 names.store.drop()
                 update_synonyms(graph, names)
         else:

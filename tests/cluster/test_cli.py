@@ -144,6 +144,10 @@ def test_ingest_serve_query_status_job_stop(cli_env: dict[str, str], tmp_path: P
     assert " 0 inserted" in again.stdout
     assert "unchanged" in again.stdout
 
+    rebuilt = rayweave(cli_env, "graph", "rebuild")
+    assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
+    assert re.search(r"graph rayweave: [1-9]\d* nodes, [1-9]\d* relationships", rebuilt.stdout)
+
     # Another user (no ~/.ray/auth_token) on the same ports: told whose head it is, no traceback.
     stranger = {**cli_env, "HOME": str(tmp_path / "stranger")}
     refused = rayweave(stranger, "ingest", str(SAMPLE_CORPUS))
