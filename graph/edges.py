@@ -111,6 +111,19 @@ class EdgeAccumulator:
             props=dict(props or (old.props if old else {})),
         )
 
+    def add_row(self, row: EdgeRow, *, with_props: bool = True) -> None:
+        """`add` with a made row's values (`with_props`: keep its properties too)."""
+        self.add(
+            row.rel,
+            row.src,
+            row.dst,
+            confidence=row.confidence,
+            source=row.source,
+            weight=row.weight,
+            count=row.count,
+            props=row.props if with_props else None,
+        )
+
     def link(
         self,
         rel: RelType,
@@ -256,14 +269,7 @@ def statement_rows(
 def add_statements(acc: EdgeAccumulator, statements: Iterable[Statement]) -> None:
     """Merge statement rows in chunk order (the last chunk's predicate names a repeated pair)."""
     for _, _, row in sorted(statements, key=lambda s: (s[0], s[1])):
-        acc.add(
-            row.rel,
-            row.src,
-            row.dst,
-            confidence=row.confidence,
-            source=row.source,
-            props=row.props,
-        )
+        acc.add_row(row)
 
 
 TargetRank = tuple[int, str, int]  # what wins when several nodes claim a reference target

@@ -60,8 +60,8 @@ class ClusterRebuild:
 def rebuild_on_cluster(
     settings: Settings, collection: str, *, progress: Callable[[str], None] | None = None
 ) -> ClusterRebuild:
-    """Rebuild `collection`'s entity layer from its stored chunks on the connected Ray cluster
-    (see module docstring). Synonymy and facts are left to the caller (`finalize`)."""
+    """Rebuild `collection`'s entity layer from its stored chunks on the connected Ray cluster,
+    then relink every name (see module docstring). Facts are left to the caller (`finalize`)."""
     from rayweave.graph.store import open_graph_store
 
     say = progress or (lambda _: None)
@@ -91,6 +91,9 @@ def rebuild_on_cluster(
     finally:
         store.close()
     laps("cleanup")
+    say("relinking synonyms")
+    _wait(_task(relink_synonyms, here=True).remote(settings, collection))
+    laps("synonyms")
     return ClusterRebuild(
         documents=documents,
         shares=len(offsets),
@@ -180,13 +183,41 @@ def _wait(*refs: Any) -> None:
     ray.wait(list(refs), num_returns=len(refs), fetch_local=False)
 
 
-def _task(fn: Callable[..., Any], *, returns: int = 1, spread: bool = False) -> Any:
-    """`fn` as a Ray task (`spread`: over every node rather than packed onto the first)."""
+def relink_synonyms(settings: Settings, collection: str) -> None:
+    """Every entity name re-encoded and linked (`graph/synonym_index.py`), in a task: the names'
+    vectors and the encoder are the size of the names, and stay out of the driver."""
+    from rayweave.cluster.vectors.service import vector_store_for
+    from rayweave.graph.store import open_graph_store
+    from rayweave.graph.synonym_index import update_synonyms
+    from rayweave.ingest.pipeline import name_index
+
+    dim = vector_store_for(settings, collection).spec().dense_dim
+    names = name_index(settings, collection, dense_dim=dim)
+    if names is None:
+        return
+    graph = open_graph_store(settings, namespace=collection)
+    try:
+        names.store.drop()
+        update_synonyms(graph, names)
+    finally:
+        graph.close()
+        names.store.close()
+
+
+def _task(
+    fn: Callable[..., Any], *, returns: int = 1, spread: bool = False, here: bool = False
+) -> Any:
+    """`fn` as a Ray task (`spread`: over every node rather than packed onto the first; `here`:
+    on the driver's node, where an embedded store's files are)."""
     import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     opts: dict[str, Any] = {"num_returns": returns}
     if spread:
         opts["scheduling_strategy"] = "SPREAD"
+    if here:
+        node = ray.get_runtime_context().get_node_id()
+        opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=False)
     return ray.remote(fn).options(**opts)
 
 

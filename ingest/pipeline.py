@@ -373,37 +373,42 @@ def finalize(
     every stored chunk and synonymy for the names that changed (`graph.indexing`), the facts
     collection from the extractions kept on chunks, and the vector index build. Returns the
     namespace's graph node and relationship totals. `rebuild`: the entity layer as a Ray job
-    over shares of the corpus (`ingest/corpus_rebuild.py`), then every name relinked; `progress`
+    over shares of the corpus, every name relinked (`ingest/corpus_rebuild.py`); `progress`
     hears which step runs."""
     from rayweave.cluster.vectors.service import vector_store_for
-    from rayweave.graph.indexing import update_entity_layer
     from rayweave.graph.store import open_graph_store
-    from rayweave.graph.synonym_index import update_synonyms
     from rayweave.ingest.corpus_rebuild import rebuild_on_cluster
 
-    graph = open_graph_store(settings, namespace=collection)
     store = vector_store_for(settings, collection)
-    names = name_index(settings, collection, dense_dim=store.spec().dense_dim)
+    if rebuild:
+        rebuild_on_cluster(settings, collection, progress=progress)
+    else:
+        _update_entity_layer(settings, collection, dense_dim=store.spec().dense_dim)
+    graph = open_graph_store(settings, namespace=collection)
     try:
-        if rebuild:
-            rebuild_on_cluster(settings, collection, progress=progress)
-            if names is not None:
-                if progress is not None:
-                    progress("relinking synonyms")
-                names.store.drop()
-                update_synonyms(graph, names)
-        else:
-            update_entity_layer(graph, names, full=settings.graph.maintenance == "full")
         extractions = graph.chunk_extractions()
         if extractions or settings.graph.extractor is not None:
             _sync_facts(settings, collection, extractions)
         counts = graph.counts()
     finally:
         graph.close()
-        if names is not None:
-            names.store.close()
     store.optimize()
     return sum(counts.nodes.values()), sum(counts.relationships.values())
+
+
+def _update_entity_layer(settings: Settings, collection: str, *, dense_dim: int) -> None:
+    """The upkeep after an ingest or delete, in this process (`graph.maintenance`)."""
+    from rayweave.graph.indexing import update_entity_layer
+    from rayweave.graph.store import open_graph_store
+
+    graph = open_graph_store(settings, namespace=collection)
+    names = name_index(settings, collection, dense_dim=dense_dim)
+    try:
+        update_entity_layer(graph, names, full=settings.graph.maintenance == "full")
+    finally:
+        graph.close()
+        if names is not None:
+            names.store.close()
 
 
 def with_maintenance(settings: Settings, mode: Literal["incremental", "full"]) -> Settings:
