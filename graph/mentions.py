@@ -33,17 +33,6 @@ def mention_weight(count: int) -> float:
     return count / (count + 1.0)
 
 
-def gazetteer_matches(
-    resolver: EntityResolver,
-    entity_rows: Iterable[EntityRow],
-    chunks: Sequence[Chunk],
-    max_ngram: int,
-) -> dict[str, dict[str, Match]]:
-    """chunk id -> entity id -> `Match` for every known name found in the chunk's text."""
-    match = text_matcher(resolver, entity_rows, max_ngram)
-    return {c.id: match(c.text) for c in chunks}
-
-
 def text_matcher(
     resolver: EntityResolver, entity_rows: Iterable[EntityRow], max_ngram: int
 ) -> Callable[[str], dict[str, Match]]:
@@ -164,16 +153,6 @@ def _matches(
             n, multi, amb = out.get(eid, (0, False, len(ids)))
             out[eid] = (n + 1, multi or length > 1, min(amb, len(ids)))
     return out
-
-
-def generic_entities(
-    found: Mapping[str, Mapping[str, Match]],
-    units: Mapping[NodeRef, NodeRef],
-    max_df: float,
-) -> set[str]:
-    """Entities named in more than `max_df` of the units (see `unit_frequencies`)."""
-    count, df = unit_frequencies(found, units)
-    return generic_from_counts(count, df, max_df)
 
 
 def unit_frequencies(

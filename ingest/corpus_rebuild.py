@@ -5,7 +5,9 @@ rebuild`). In one process it would hold the whole corpus; here Ray tasks, spread
 each read one share of documents from the store and run the corpus pass's phases on it
 (`graph/corpus_phases.py`); what the shares count merges by key in reduce tasks; the lexicon
 and context each phase needs travel through the object store; and every share's edges are
-written by the task that holds them. The driver holds object references and counts only.
+written by a writer task per share. The driver holds object references and counts only.
+Synonymy is relinked last, in one task on the driver's node (an embedded name index's files
+are there): every name re-encoded, all pairs.
 
 Order of writes: entities, then topics, then edges (an edge is written only between nodes that
 exist), then the rows the run did not write again go (`delete_stale`), as the in-process full
