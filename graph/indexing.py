@@ -64,11 +64,10 @@ def rebuild_corpus_edges(store: GraphStore, *, full: bool = False) -> CorpusPass
     stored layer equal them (see module docstring), writing only rows that differ (`full`:
     every row, for repair). Readers see the old layer, then old and new together, never
     neither: new rows are written first, what they do not repeat is deleted after."""
-    chunks, mentions = store.chunks_and_mentions()
+    chunks, mentions, extractions = store.documents_content()
     if len(mentions) < len(chunks):  # written by an earlier version: keep its NER entities
         store.backfill_mentions()
-        chunks, mentions = store.chunks_and_mentions()
-    extractions = store.chunk_extractions()
+        chunks, mentions, extractions = store.documents_content()
     batch = build_graph(chunks, mentions, settings=store.settings, extractions=extractions)
     # Edges are written only between nodes that exist: topics first, as entities.
     topics = store.write_topics(batch.topics)

@@ -99,10 +99,10 @@ class GraphReads(StoreConnection):
         return int(rows[0]["n"]) if rows else 0
 
     def documents_content(
-        self, doc_ids: Sequence[str]
+        self, doc_ids: Sequence[str] | None = None
     ) -> tuple[list[Chunk], dict[str, list[Entity]], dict[str, Extraction]]:
-        """The given documents' chunks with what extractors kept on them: the corpus pass's
-        input for a share of the corpus."""
+        """The given documents' chunks (else every chunk) with what extractors kept on them, in
+        one read: the corpus pass's input, for the corpus or a share of it."""
         pairs = self._stored_chunks(doc_ids)
         extractions = {
             c.id: decode_extraction(p["extraction"]) for c, p in pairs if p.get("extraction")
