@@ -191,7 +191,7 @@ def relink_synonyms(settings: Settings, collection: str) -> None:
     from rayweave.cluster.vectors.service import vector_store_for
     from rayweave.graph.store import open_graph_store
     from rayweave.graph.synonym_index import update_synonyms
-    from rayweave.ingest.pipeline import name_index
+    from rayweave.ingest.name_index import name_index
 
     dim = vector_store_for(settings, collection).spec().dense_dim
     names = name_index(settings, collection, dense_dim=dim)

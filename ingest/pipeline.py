@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from ray.data import Dataset
 
     from rayweave.graph.extraction import Extraction
-    from rayweave.graph.synonym_index import NameIndex
     from rayweave.ingest.stages import StageInputs, StageKind
 
 
@@ -400,6 +399,7 @@ def _update_entity_layer(settings: Settings, collection: str, *, dense_dim: int)
     """The upkeep after an ingest or delete, in this process (`graph.maintenance`)."""
     from rayweave.graph.indexing import update_entity_layer
     from rayweave.graph.store import open_graph_store
+    from rayweave.ingest.name_index import name_index
 
     graph = open_graph_store(settings, namespace=collection)
     names = name_index(settings, collection, dense_dim=dense_dim)
@@ -415,30 +415,6 @@ def with_maintenance(settings: Settings, mode: Literal["incremental", "full"]) -
     """`settings` with another `graph.maintenance` (the bench's baseline, the repair path)."""
     return settings.model_copy(
         update={"graph": settings.graph.model_copy(update={"maintenance": mode})}
-    )
-
-
-def name_index(settings: Settings, collection: str, *, dense_dim: int) -> NameIndex | None:
-    """The namespace's entity-name index for synonymy (None when `graph.synonym_threshold` is
-    1.0); the dense encoder loads only if a name needs encoding. Embedded, it is opened in this
-    process (only the upkeep reads it: no actor per namespace); close it after use."""
-    from rayweave.cluster.vectors.service import vector_store_for
-    from rayweave.graph.synonym_index import NameIndex, SynonymRule, names_collection
-    from rayweave.models.factory import build_dense_encoder
-
-    if settings.graph.synonym_threshold >= 1.0:
-        return None
-    name = names_collection(collection)
-    return NameIndex(
-        store=vector_store_for(settings, name, shared=False),
-        collection=name,
-        encode=lambda texts: build_dense_encoder(settings.models).encode(texts, kind="query"),
-        dense_dim=dense_dim,
-        rule=SynonymRule(
-            threshold=settings.graph.synonym_threshold,
-            max_per_entity=settings.graph.synonym_max_per_entity,
-            encoder=f"{settings.models.dense_kind}:{settings.models.dense}",
-        ),
     )
 
 
