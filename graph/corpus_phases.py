@@ -288,7 +288,7 @@ def share_edges(
     cross.units.count_sets(unit_sets)
     cross.units.count_pairs(unit_sets)
     if cfg.sentence_links:
-        cross.support = _sentence_support(share, names, lex, ctx, found)
+        cross.support = _sentence_support(share, names, lex, ctx)
     doc_keywords, _ = document_keywords(chunks)
     cross.doc_keywords = frequent_keywords(doc_keywords, ctx.keywords, cfg)
     pairs = PairCounts()
@@ -312,7 +312,7 @@ def _symbol_uses(
 
 
 def _sentence_support(
-    share: Share, names: CollectedNames, lex: Lexicon, ctx: Context, found: Found
+    share: Share, names: CollectedNames, lex: Lexicon, ctx: Context
 ) -> dict[tuple[str, str], tuple[float, int]]:
     """CO_MENTIONED support between the entities of each sentence (`graph/comentions.py`), with
     rarity from the corpus's chunks naming each entity."""
