@@ -80,11 +80,7 @@ def rebuild_corpus_edges(store: GraphStore, *, full: bool = False) -> CorpusPass
     else:
         entities = store.sync_entities(batch.entities)
         edges = store.sync_edges(batch.edges, CORPUS_SOURCES)
-    store.write(
-        "MATCH (t:Topic {ns: $ns}) WHERE NOT t.key IN $keep DETACH DELETE t",
-        {"keep": [store.key(t.id) for t in batch.topics]},
-        op="rebuild_corpus_edges",
-    )
+    store.delete_topics_except(batch.topics)
     store.delete_unlisted_aliases()
     # Entities nothing introduces any more (a plural now merged into its singular, a deleted
     # document's names) go; a zero threshold drops no edge.

@@ -67,13 +67,10 @@ def rebuild_on_cluster(
     from rayweave.graph.store import open_graph_store
 
     say = progress or (lambda _: None)
-    store = open_graph_store(settings, namespace=collection)
-    try:
+    with open_graph_store(settings, namespace=collection) as store:
         store.begin_maintenance()
         store.backfill_mentions()  # chunks written before chunks kept their NER entities
         documents = store.document_count()
-    finally:
-        store.close()
     laps = _Laps()
     # An empty namespace is one empty share: the rebuild then deletes what is left.
     offsets = range(0, max(documents, 1), settings.graph.rebuild_share_documents)
@@ -82,16 +79,13 @@ def rebuild_on_cluster(
     say("writing the entity layer")
     entities, topics, written = _write_layer(settings, collection, layer)
     laps("writes")
-    store = open_graph_store(settings, namespace=collection)
-    try:
+    with open_graph_store(settings, namespace=collection) as store:
         gone = store.delete_stale(layer.run, CORPUS_SOURCES)
         store.delete_unlisted_aliases()
         store.prune(0.0)
         store.mark_all()
         store.touch()
         store.end_maintenance()
-    finally:
-        store.close()
     laps("cleanup")
     say("relinking synonyms")
     _wait(_task(relink_synonyms, here=True).remote(settings, collection))
@@ -167,7 +161,8 @@ def _layer(settings: Settings, collection: str, offsets: range, laps: _Laps) -> 
 
 
 def _write_layer(settings: Settings, collection: str, layer: _Layer) -> tuple[int, int, int]:
-    """Entities, then topics, then every share's edges by its own writer task."""
+    """Entities, then topics, then every share's edges by its own writer task; topics no longer
+    made go after the edges, as in the in-process pass."""
     import ray
 
     entities = ray.get(_task(_write_entities).remote(settings, collection, layer.entities))
@@ -175,6 +170,7 @@ def _write_layer(settings: Settings, collection: str, layer: _Layer) -> tuple[in
     writer = _task(_write_edges, spread=True)
     edges = [*layer.own_edges, layer.cross_edges]
     written = sum(ray.get([writer.remote(settings, collection, e, layer.run) for e in edges]))
+    ray.get(_task(_drop_other_topics).remote(settings, collection, layer.topics))
     return int(entities), int(topics), written
 
 
@@ -197,12 +193,11 @@ def relink_synonyms(settings: Settings, collection: str) -> None:
     names = name_index(settings, collection, dense_dim=dim)
     if names is None:
         return
-    graph = open_graph_store(settings, namespace=collection)
     try:
-        names.store.drop()
-        update_synonyms(graph, names)
+        with open_graph_store(settings, namespace=collection) as graph:
+            names.store.drop()
+            update_synonyms(graph, names)
     finally:
-        graph.close()
         names.store.close()
 
 
@@ -231,11 +226,8 @@ def _read_share(
 
     from rayweave.graph.store import open_graph_store
 
-    store = open_graph_store(settings, namespace=collection)
-    try:
+    with open_graph_store(settings, namespace=collection) as store:
         chunks, mentions, extractions = store.documents_content(store.document_ids(offset, limit))
-    finally:
-        store.close()
     share = Share(chunks, mentions, extractions)
     return share, tally_names(share), ray.get_runtime_context().get_node_id()
 
@@ -269,36 +261,27 @@ def _reduce(refs: Sequence[Any]) -> Any:
 def _write_entities(settings: Settings, collection: str, rows: Sequence[EntityRow]) -> int:
     from rayweave.graph.store import open_graph_store
 
-    store = open_graph_store(settings, namespace=collection)
-    try:
+    with open_graph_store(settings, namespace=collection) as store:
         return store.write_entities(rows, mode="replace")
-    finally:
-        store.close()
 
 
 def _write_topics(settings: Settings, collection: str, rows: Sequence[TopicRow]) -> int:
-    """The topics, and no others."""
     from rayweave.graph.store import open_graph_store
 
-    store = open_graph_store(settings, namespace=collection)
-    try:
-        written = store.write_topics(rows)
-        store.write(
-            "MATCH (t:Topic {ns: $ns}) WHERE NOT t.key IN $keep DETACH DELETE t",
-            {"keep": [store.key(t.id) for t in rows]},
-            op="rebuild_topics",
-        )
-        return written
-    finally:
-        store.close()
+    with open_graph_store(settings, namespace=collection) as store:
+        return store.write_topics(rows)
+
+
+def _drop_other_topics(settings: Settings, collection: str, rows: Sequence[TopicRow]) -> None:
+    from rayweave.graph.store import open_graph_store
+
+    with open_graph_store(settings, namespace=collection) as store:
+        store.delete_topics_except(rows)
 
 
 def _write_edges(settings: Settings, collection: str, rows: Sequence[EdgeRow], run: str) -> int:
     """Edges with `replace` semantics, stamped with the rebuild's `run`."""
     from rayweave.graph.store import open_graph_store
 
-    store = open_graph_store(settings, namespace=collection)
-    try:
+    with open_graph_store(settings, namespace=collection) as store:
         return store.write_edges(rows, mode="replace", run=run)
-    finally:
-        store.close()

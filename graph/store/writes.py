@@ -113,6 +113,15 @@ class GraphWrites(StoreConnection):
         ]
         return self._write_rows(_WRITE_TOPICS, rows, op="write_topics")
 
+    def delete_topics_except(self, topics: Sequence[TopicRow]) -> None:
+        """Topic nodes (and their edges) that `topics` does not list go: after a corpus pass
+        wrote its topics and their edges."""
+        self.write(
+            "MATCH (t:Topic {ns: $ns}) WHERE NOT t.key IN $keep DETACH DELETE t",
+            {"keep": [self.key(t.id) for t in topics]},
+            op="delete_topics",
+        )
+
     def write_edges(
         self, edges: Sequence[EdgeRow], *, mode: WriteMode = "max", run: str | None = None
     ) -> int:
