@@ -118,14 +118,6 @@ def unit_entities(edges: Iterable[EdgeRow], units: Mapping[NodeRef, NodeRef]) ->
     return out
 
 
-def related_edges(units: Sequence[set[str]], settings: GraphSettings) -> list[EdgeRow]:
-    """RELATED_TO from the entity sets of units (see `related_from_counts`)."""
-    counts = PairCounts()
-    counts.count_sets(units)
-    counts.count_pairs(units)
-    return related_from_counts(counts, settings)
-
-
 def related_from_counts(counts: PairCounts, settings: GraphSettings) -> list[EdgeRow]:
     """RELATED_TO between entities that co-occur in at least `related_min_support` units with a
     normalised PMI of at least `related_min_npmi`; the strongest `related_max_per_entity` per
@@ -179,18 +171,6 @@ def strongest_per_entity(
         kept[a] += 1
         kept[b] += 1
         yield pair
-
-
-def topic_rows(
-    chunks: Sequence[Chunk], settings: GraphSettings
-) -> tuple[list[TopicRow], list[EdgeRow]]:
-    """Topics from the chunks' keywords (see `topics_from_counts`)."""
-    doc_keywords, surface = document_keywords(chunks)
-    counts = PairCounts()
-    counts.count_sets(doc_keywords.values())
-    kept = frequent_keywords(doc_keywords, counts, settings)
-    counts.count_pairs(kept.values())
-    return topics_from_counts(counts, surface, kept, settings)
 
 
 def frequent_keywords(

@@ -6,12 +6,20 @@ import pytest
 
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, Level
-from rayweave.graph.cooccurrence import npmi, related_edges, topic_rows
-from rayweave.graph.schema import EdgeSource, NodeLabel
+from rayweave.graph.builders import build_graph
+from rayweave.graph.cooccurrence import PairCounts, npmi, related_from_counts
+from rayweave.graph.schema import EdgeRow, EdgeSource, NodeLabel, RelType
 
 
 def sec(cid: str, doc: str, text: str, **kw: object) -> Chunk:
     return Chunk(id=cid, doc_id=doc, level=Level.SECTION, text=text, **kw)  # type: ignore[arg-type]
+
+
+def related_edges(units: list[set[str]], settings: GraphSettings) -> list[EdgeRow]:
+    counts = PairCounts()
+    counts.count_sets(units)
+    counts.count_pairs(units)
+    return related_from_counts(counts, settings)
 
 
 class TestRelatedAndTopics:
@@ -42,7 +50,9 @@ class TestRelatedAndTopics:
         chunks = [sec(f"m{i}", f"m{i}", "x", keywords=kw_ml) for i in range(3)]
         chunks += [sec(f"k{i}", f"k{i}", "x", keywords=kw_ops) for i in range(3)]
         chunks += [sec("mix", "mix", "x", keywords=("embedding", "pod"))]
-        topics, belongs = topic_rows(chunks, GraphSettings())
+        batch = build_graph(chunks)
+        topics = batch.topics
+        belongs = [e for e in batch.edges if e.rel is RelType.BELONGS_TO]
         assert sorted(sorted(t.keywords) for t in topics) == [sorted(kw_ml), sorted(kw_ops)]
         ml = next(t for t in topics if "vector" in t.keywords)
         shares = {e.src.id: e.weight for e in belongs if e.dst.id == ml.id}
