@@ -429,6 +429,12 @@ class GraphSettings(_Group):
         "OpenAI and Ollama honour it); answers are parsed tolerantly either way. Off for an "
         "endpoint that rejects the field.",
     )
+    extractor_topics: bool = Field(
+        default=False,
+        description="Ask the model to group its triples by topic (graphrag-toolkit's shape); a "
+        "statement keeps its topic, and search results group facts under it. Off: HippoRAG's "
+        "prompt as published, whose figures the fact walk rests on.",
+    )
     extractor_actors: int = Field(
         default=1,
         ge=1,

@@ -2,8 +2,11 @@
 
 Two steps, as in HippoRAG: named entities first (`{"named_entities": [...]}`), then OpenIE
 triples over the passage and those entities (`{"triples": [[s, p, o], ...]}`), each with one
-worked example. Passages sit between `<passage>` tags rather than in a ``` fence, since chunks
-of documentation often hold fenced code themselves.
+worked example. Asked for topics (`graph.extractor_topics`), step 2 groups its triples as
+graphrag-toolkit does (`{"topics": [{"topic": ..., "triples": [...]}]}`); the reader takes either
+shape from any model, and a topic given per triple (a fourth string, a `"topic"` key) too.
+Passages sit between `<passage>` tags rather than in a ``` fence, since chunks of documentation
+often hold fenced code themselves.
 
 Models, small ones above all, wrap JSON in fences, add chatter, run out of tokens mid-list,
 return dicts instead of lists or leave parts empty. The parsers take what is usable, count what
@@ -16,13 +19,15 @@ import contextlib
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from rayweave.cluster.errors import ModelError
 
 PROMPT_VERSION = "hipporag-2step-v1"
 """Part of an extraction's cache key: change it whenever a prompt changes what models answer."""
+TOPIC_PROMPT_VERSION = "hipporag-2step-topics-v1"
+"""The same for the prompt that groups triples by topic."""
 
 Step = Literal["entities", "triples"]
 Message = dict[str, str]
@@ -30,6 +35,7 @@ Triple = tuple[str, str, str]
 
 ENTITY_KEY = "named_entities"
 TRIPLE_KEY = "triples"
+TOPIC_KEY = "topics"
 
 ENTITY_SYSTEM = """You list the named entities of a passage.
 Named entities are the proper names in it: people, organisations, places, products, software \
@@ -44,6 +50,15 @@ Rules:
 - Each triple names at least one of the listed entities, and preferably two.
 - Replace pronouns and phrases such as "it" or "the library" with the names they stand for.
 - Keep predicates short verb phrases taken from the passage."""
+
+TOPIC_TRIPLES_SYSTEM = (
+    TRIPLES_SYSTEM.replace(
+        '{"triples": [["subject", "predicate", "object"], ...]}',
+        '{"topics": [{"topic": "...", "triples": [["subject", "predicate", "object"], ...]}, ...]}',
+    ).replace("a small knowledge graph.", "a small knowledge graph, grouped by topic.")
+    + "\n- A topic is a short noun phrase naming what its triples are about: one per aspect of "
+    "the passage, each triple under one topic."
+)
 
 _PASSAGE_FRAME = "<passage>\n{passage}\n</passage>"
 _TRIPLES_FRAME = (
@@ -70,6 +85,12 @@ EXAMPLE_TRIPLES: tuple[Triple, ...] = (
     ("LlamaIndex", "uses as a retriever", "Qdrant"),
 )
 
+EXAMPLE_TOPICS: tuple[tuple[str, tuple[Triple, ...]], ...] = (
+    ("Qdrant's origins", EXAMPLE_TRIPLES[:4]),
+    ("Qdrant's vectors", EXAMPLE_TRIPLES[4:6]),
+    ("Qdrant's integrations", EXAMPLE_TRIPLES[6:]),
+)
+
 
 def entities_json(names: Sequence[str]) -> str:
     """The step-1 answer format, also how step 2 is told the entities."""
@@ -78,6 +99,14 @@ def entities_json(names: Sequence[str]) -> str:
 
 def triples_json(triples: Sequence[Sequence[str]]) -> str:
     return json.dumps({TRIPLE_KEY: [list(t) for t in triples]}, ensure_ascii=False)
+
+
+def topics_json(groups: Sequence[tuple[str, Sequence[Sequence[str]]]]) -> str:
+    """The grouped step-2 answer format."""
+    return json.dumps(
+        {TOPIC_KEY: [{"topic": t, TRIPLE_KEY: [list(x) for x in ts]} for t, ts in groups]},
+        ensure_ascii=False,
+    )
 
 
 def entity_messages(passage: str) -> list[Message]:
@@ -90,15 +119,23 @@ def entity_messages(passage: str) -> list[Message]:
     ]
 
 
-def triple_messages(passage: str, entities: Sequence[str]) -> list[Message]:
-    """Step 2: system rules, the worked example, then the passage with its step-1 entities."""
+def triple_messages(
+    passage: str, entities: Sequence[str], *, topics: bool = False
+) -> list[Message]:
+    """Step 2: system rules, the worked example, then the passage with its step-1 entities
+    (`topics`: the triples grouped by topic)."""
     example = _TRIPLES_FRAME.format(
         passage=EXAMPLE_PASSAGE, entities=entities_json(EXAMPLE_ENTITIES)
     )
+    system, answer = (
+        (TOPIC_TRIPLES_SYSTEM, topics_json(EXAMPLE_TOPICS))
+        if topics
+        else (TRIPLES_SYSTEM, triples_json(EXAMPLE_TRIPLES))
+    )
     return [
-        {"role": "system", "content": TRIPLES_SYSTEM},
+        {"role": "system", "content": system},
         {"role": "user", "content": example},
-        {"role": "assistant", "content": triples_json(EXAMPLE_TRIPLES)},
+        {"role": "assistant", "content": answer},
         {
             "role": "user",
             "content": _TRIPLES_FRAME.format(passage=passage, entities=entities_json(entities)),
@@ -152,11 +189,13 @@ class ParsedEntities:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ParsedTriples:
-    """`dropped`: triples left out (wrong arity or shape, empty parts, subject equal to object,
-    duplicates are not counted, over the item limit). `salvaged`: the JSON was cut short and the
-    complete triples before the cut were kept."""
+    """`topics`: the topic the model put a triple under, where it gave one. `dropped`: triples
+    left out (wrong arity or shape, empty parts, subject equal to object, duplicates are not
+    counted, over the item limit). `salvaged`: the JSON was cut short and the complete triples
+    before the cut were kept."""
 
     triples: tuple[Triple, ...]
+    topics: Mapping[Triple, str] = field(default_factory=dict)
     dropped: int = 0
     salvaged: bool = False
 
@@ -293,19 +332,49 @@ def _entity_of(item: object, limits: ParseLimits) -> NamedEntity | None:
     return NamedEntity(name=name) if name else None
 
 
-def _triple_of(item: object, limits: ParseLimits) -> Triple | None:
+def _triple_of(tagged: object, limits: ParseLimits) -> tuple[Triple, str] | None:
+    """A (triple, topic) from an (item, its group's topic) pair; '' for no topic."""
+    item, topic = tagged if isinstance(tagged, tuple) else (None, "")
     if isinstance(item, Mapping):
         raw: Sequence[object] = [
             _first(item, keys) for keys in (_SUBJECT_KEYS, _PREDICATE_KEYS, _OBJECT_KEYS)
         ]
-    elif isinstance(item, list | tuple) and len(item) == 3:
-        raw = item
+        own: object = item.get("topic")
+    elif isinstance(item, list | tuple) and len(item) in (3, 4):
+        raw, own = item[:3], item[3] if len(item) == 4 else None
     else:
         return None
     s, p, o = (clean_part(part, limits.max_chars) for part in raw)
     if not (s and p and o) or s.casefold() == o.casefold():
         return None
-    return (s, p, o)
+    return (s, p, o), clean_part(own, limits.max_chars) or str(topic)
+
+
+def _groups(value: object) -> list[tuple[object, object]]:
+    """(topic, triples) of a "topics" value: a list of `{"topic", "triples"}`, or a mapping."""
+    if isinstance(value, Mapping):
+        return list(value.items())
+    if isinstance(value, list):
+        return [(g.get("topic"), g.get(TRIPLE_KEY)) for g in value if isinstance(g, Mapping)]
+    return []
+
+
+def _grouped(answer: str, limits: ParseLimits) -> list[tuple[object, str]] | None:
+    """The triples of a grouped answer (`{"topics": [{"topic", "triples"}]}` or `{"topics":
+    {topic: [...]}}`), each with its group's topic; None when the answer is not grouped."""
+    for body in dict.fromkeys((strip_fences(answer), answer.strip())):
+        obj = find_json_object(body, TOPIC_KEY)
+        if obj is None or TRIPLE_KEY in obj:
+            continue
+        items = [
+            (item, clean_part(topic, limits.max_chars))
+            for topic, triples in _groups(obj[TOPIC_KEY])
+            if isinstance(triples, list)
+            for item in triples
+        ]
+        if items:
+            return items
+    return None
 
 
 def _collect(
@@ -342,10 +411,20 @@ def parse_entities(answer: str, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedE
 
 
 def parse_triples(answer: str, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedTriples:
-    """Step 2's answer: `[s, p, o]` lists or `{"subject", "predicate", "object"}` dicts,
-    deduplicated case-insensitively in first-seen order. Raises `MalformedAnswer`."""
-    items, salvaged = _items(answer, TRIPLE_KEY)
-    triples, dropped = _collect(
-        items, _triple_of, lambda t: tuple(part.casefold() for part in t), limits
+    """Step 2's answer: `[s, p, o]` lists or `{"subject", "predicate", "object"}` dicts, flat
+    or grouped by topic, deduplicated case-insensitively in first-seen order (a repeat's topic
+    is the first one's). Raises `MalformedAnswer`."""
+    items: Sequence[object] | None = _grouped(answer, limits)
+    salvaged = False
+    if items is None:
+        flat, salvaged = _items(answer, TRIPLE_KEY)
+        items = [(item, "") for item in flat]
+    kept, dropped = _collect(
+        items, _triple_of, lambda t: tuple(part.casefold() for part in t[0]), limits
     )
-    return ParsedTriples(triples=triples, dropped=dropped, salvaged=salvaged)
+    return ParsedTriples(
+        triples=tuple(t for t, _ in kept),
+        topics={t: topic for t, topic in kept if topic},
+        dropped=dropped,
+        salvaged=salvaged,
+    )

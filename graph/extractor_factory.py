@@ -30,7 +30,7 @@ class ExtractionCache(Protocol):
 
 def extractor_identity(settings: Settings) -> str | None:
     """The cache namespace of the configured extractor; None when it is not cached."""
-    from rayweave.graph.extraction_prompts import PROMPT_VERSION
+    from rayweave.graph.extraction_prompts import PROMPT_VERSION, TOPIC_PROMPT_VERSION
     from rayweave.graph.llm_extraction import parse_extractor_spec
 
     spec = settings.graph.extractor
@@ -40,7 +40,8 @@ def extractor_identity(settings: Settings) -> str | None:
     if kind in ("file", "rules"):
         return None
     # The prompts' version is part of the key: a changed prompt must not reuse old answers.
-    return f"{spec}|{PROMPT_VERSION}|{settings.graph.extractor_max_tokens}"
+    prompt = TOPIC_PROMPT_VERSION if settings.graph.extractor_topics else PROMPT_VERSION
+    return f"{spec}|{prompt}|{settings.graph.extractor_max_tokens}"
 
 
 def build_graph_extractor(settings: Settings) -> GraphExtractor | None:
@@ -71,6 +72,7 @@ def build_graph_extractor(settings: Settings) -> GraphExtractor | None:
         max_tokens=settings.graph.extractor_max_tokens,
         plan=run_options(settings.models).plan,
         response_format="json" if settings.graph.extractor_json else "text",
+        topics=settings.graph.extractor_topics,
     )
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from rayweave.cluster.errors import NotFoundError
 from rayweave.cluster.types import stable_id
 from rayweave.cluster.vectors.store import CollectionSpec, VectorPoint, VectorStore
-from rayweave.graph.extraction import Extraction
+from rayweave.graph.extraction import Extraction, Statement
 from rayweave.graph.names import normalize_name
 
 FACTS_SUFFIX = "-facts"
@@ -34,13 +34,15 @@ def facts_collection(collection: str) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Fact:
-    """One statement as the walk uses it: its text, the names it links, the chunks stating it."""
+    """One statement as the walk uses it: its text, the names it links, the chunks stating it,
+    and the topic a model put it under (None when none did)."""
 
     id: str
     text: str
     subject: str
     object: str
     chunk_ids: tuple[str, ...]
+    topic: str | None = None
 
     def payload(self) -> dict[str, Any]:
         return {
@@ -48,25 +50,32 @@ class Fact:
             "subject": self.subject,
             "object": self.object,
             "chunk_ids": list(self.chunk_ids),
+            "topic": self.topic,
         }
 
 
 def collect_facts(extractions: Mapping[str, Extraction]) -> list[Fact]:
-    """Distinct facts over every chunk's extraction, merged by their normalised text; a fact
-    whose subject or object normalises to nothing is no link and is left out."""
-    merged: dict[str, tuple[str, str, str, set[str]]] = {}
-    for chunk_id, extraction in extractions.items():
+    """Distinct facts over every chunk's extraction, merged by their normalised text (the
+    wording and topic of the first chunk, by id, that states it); a fact whose subject or object
+    normalises to nothing is no link and is left out."""
+    merged: dict[str, tuple[Statement, set[str]]] = {}
+    for chunk_id, extraction in sorted(extractions.items()):
         for st in extraction.statements:
             subject, obj = normalize_name(st.subject), normalize_name(st.object)
             if not subject or not obj:
                 continue
-            text = " ".join(st.text.split())
             key = " ".join((subject, normalize_name(st.predicate), obj))
-            entry = merged.setdefault(key, (text, st.subject.strip(), st.object.strip(), set()))
-            entry[3].add(chunk_id)
+            merged.setdefault(key, (st, set()))[1].add(chunk_id)
     return [
-        Fact(id=stable_id("fact", key), text=text, subject=s, object=o, chunk_ids=tuple(sorted(c)))
-        for key, (text, s, o, c) in sorted(merged.items())
+        Fact(
+            id=stable_id("fact", key),
+            text=" ".join(st.text.split()),
+            subject=st.subject.strip(),
+            object=st.object.strip(),
+            chunk_ids=tuple(sorted(chunks)),
+            topic=st.topic,
+        )
+        for key, (st, chunks) in sorted(merged.items())
     ]
 
 
@@ -86,7 +95,8 @@ def sync_facts(
     dense_dim: int,
 ) -> FactSync:
     """Make `store` (the facts collection `name`) hold exactly `facts`: encode and upsert the
-    new ones, update the chunks of those that moved, delete the rest. No facts drops it."""
+    new ones, update the chunks and topic of those that moved, delete the rest. No facts drops
+    it."""
     stored = _stored(store)
     if not facts:
         if stored is not None:
@@ -113,24 +123,32 @@ def sync_facts(
             ]
         )
     for f in facts:
-        if f.id in stored and stored[f.id] != f.chunk_ids:
-            store.set_payload({"chunk_id": f.id}, {"chunk_ids": list(f.chunk_ids)})
+        if f.id in stored and stored[f.id] != (f.chunk_ids, f.topic):
+            store.set_payload(
+                {"chunk_id": f.id}, {"chunk_ids": list(f.chunk_ids), "topic": f.topic}
+            )
     gone = sorted(set(stored) - {f.id for f in facts})
     if gone:
         store.delete({"chunk_id": gone})
     return FactSync(facts=len(facts), added=len(new), removed=len(gone))
 
 
-def _stored(store: VectorStore) -> dict[str, tuple[str, ...]] | None:
-    """Fact id -> its chunk ids, for every stored fact; None when the collection is absent."""
+def _stored(store: VectorStore) -> dict[str, tuple[tuple[str, ...], str | None]] | None:
+    """Fact id -> its chunk ids and topic, for every stored fact; None when the collection is
+    absent."""
     try:
         store.spec()
     except NotFoundError:
         return None
-    out: dict[str, tuple[str, ...]] = {}
+    out: dict[str, tuple[tuple[str, ...], str | None]] = {}
     offset: str | None = None
     while True:
         points, offset = store.scroll(limit=_PAGE, offset=offset)
-        out.update({p.id: tuple(p.payload.get("chunk_ids") or ()) for p in points})
+        out.update(
+            {
+                p.id: (tuple(p.payload.get("chunk_ids") or ()), p.payload.get("topic"))
+                for p in points
+            }
+        )
         if offset is None:
             return out

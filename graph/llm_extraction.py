@@ -147,7 +147,15 @@ def extraction_of(
             continue
         add(s, s_norm, "concept")
         add(o, o_norm, "concept")
-        statements.append(Statement(subject=s, predicate=p, object=o, confidence=confidence))
+        statements.append(
+            Statement(
+                subject=s,
+                predicate=p,
+                object=o,
+                confidence=confidence,
+                topic=triples.topics.get((s, p, o)),
+            )
+        )
     rows = tuple(
         Entity(id=entity_id(norm), name=name, kind=kind, aliases=tuple(aliases))
         for norm, (name, kind, aliases) in names.items()
@@ -157,7 +165,8 @@ def extraction_of(
 
 class LLMExtractor:
     """HippoRAG's two-step extraction over `chat` (see the module docstring). `stats` adds up
-    every `extract` call; `response_format='json'` asks endpoints for JSON mode."""
+    every `extract` call; `response_format='json'` asks endpoints for JSON mode; `topics` asks
+    for triples grouped by topic, kept on their statements."""
 
     def __init__(
         self,
@@ -169,6 +178,7 @@ class LLMExtractor:
         response_format: ResponseFormat = "text",
         confidence: float = 0.7,
         limits: ParseLimits = DEFAULT_LIMITS,
+        topics: bool = False,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"extractor concurrency must be at least 1, got {concurrency}")
@@ -179,6 +189,7 @@ class LLMExtractor:
         self.response_format: ResponseFormat = response_format
         self.confidence = confidence
         self.limits = limits
+        self.topics = topics
         self._stats = ExtractionStats()
         self._lock = threading.Lock()
 
@@ -209,7 +220,10 @@ class LLMExtractor:
         try:
             entities = self._step("entities", entity_messages(text), parse_entities, tally)
             triples = self._step(
-                "triples", triple_messages(text, entities.names), parse_triples, tally
+                "triples",
+                triple_messages(text, entities.names, topics=self.topics),
+                parse_triples,
+                tally,
             )
         except _StepFailed as exc:
             return Extraction(error=str(exc)), sum(tally, ExtractionStats(texts=1, failures=1))
@@ -283,11 +297,13 @@ def build_extractor(
     max_tokens: int = 512,
     plan: ExecutionPlan | None = None,
     response_format: ResponseFormat = "text",
+    topics: bool = False,
 ) -> LLMExtractor:
     """The language-model extractor `spec` (`graph.extractor`) names. `openai:` gets an
     `OpenAIChatModel` with `concurrency` requests in flight; `local:` loads the causal LM once,
     on `plan` (None: the GPU in fp16 when present, else the CPU in fp32), and runs one text at a
-    time. `file:` and `rules` raise `ConfigError`: they need no model and the caller builds them.
+    time; `topics`: triples grouped by topic. `file:` and `rules` raise `ConfigError`: they need
+    no model and the caller builds them.
     """
     from rayweave.models.llm import OpenAIChatModel, load_local_causal_lm
 
@@ -302,7 +318,11 @@ def build_extractor(
             retries=retries,
         )
         return LLMExtractor(
-            chat, concurrency=concurrency, max_tokens=max_tokens, response_format=response_format
+            chat,
+            concurrency=concurrency,
+            max_tokens=max_tokens,
+            response_format=response_format,
+            topics=topics,
         )
     if kind == "local":
         if plan is None:
@@ -314,6 +334,7 @@ def build_extractor(
             concurrency=1,
             max_tokens=max_tokens,
             response_format=response_format,
+            topics=topics,
         )
     raise ConfigError(
         f"extractor {spec!r} is a {kind!r} extractor: it needs no language model and is built by "

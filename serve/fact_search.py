@@ -44,6 +44,7 @@ def fact_hit(point: ScoredPoint) -> Hit:
             "subject": str(p.get("subject", "")),
             "object": str(p.get("object", "")),
             "chunk_ids": list(p.get("chunk_ids") or ()),
+            "topic": p.get("topic"),
         },
     )
 

@@ -161,14 +161,18 @@ def _marked(hits: list[Hit], name: str, projection: GraphProjection) -> list[Hit
 
 def with_facts(hits: list[Hit], facts: Sequence[Hit], projection: GraphProjection) -> list[Hit]:
     """Each hit with the facts that led to it: those its document states, or naming an entity on
-    the hit's path (the search page shows them under the passage)."""
+    the hit's path (the search page shows them under the passage), and the topics a model put
+    them under (statement groups show facts by topic)."""
     from dataclasses import replace
 
     from rayweave.graph.names import normalize_name
 
     by_entity: dict[str, list[str]] = {}
     by_doc: dict[str, list[str]] = {}
+    topics: dict[str, str] = {}
     for fact in facts:
+        if topic := fact.metadata.get("topic"):
+            topics.setdefault(fact.text, str(topic))
         for key in ("subject", "object"):
             form = normalize_name(str(fact.metadata.get(key, "")))
             for eid in entity_ids_for(projection, form):
@@ -184,7 +188,12 @@ def with_facts(hits: list[Hit], facts: Sequence[Hit], projection: GraphProjectio
             for node in path.nodes:
                 texts.extend(by_entity.get(node, ()))
         if texts:
-            metadata = {**hit.metadata, "facts": list(dict.fromkeys(texts))[:3]}
+            shown = list(dict.fromkeys(texts))[:3]
+            metadata = {
+                **hit.metadata,
+                "facts": shown,
+                "fact_topics": {t: topics[t] for t in shown if t in topics},
+            }
             hit = replace(hit, metadata=metadata)
         out.append(hit)
     return out

@@ -516,7 +516,11 @@ def _merge(fused: Hit, current: Hit) -> Hit:
     """Fused score, retrievers, paths, the facts behind them and the levels that matched over the
     stored payload (text, source, section)."""
     metadata = current.metadata
-    carried = {k: fused.metadata[k] for k in ("facts", MATCHED_LEVELS) if fused.metadata.get(k)}
+    carried = {
+        k: fused.metadata[k]
+        for k in ("facts", "fact_topics", MATCHED_LEVELS)
+        if fused.metadata.get(k)
+    }
     if carried:
         metadata = {**metadata, **carried}
     return replace(

@@ -58,21 +58,26 @@ def validate_top_k(top_k: int | None, limits: ServeSettings) -> int:
 
 
 def group_statements(hits: Sequence[Hit], *, max_per_topic: int = 10) -> list[StatementGroup]:
-    """graphrag-toolkit's result shape: statements grouped by (source, topic), best group first."""
+    """graphrag-toolkit's result shape: statements grouped by (source, topic), best group first.
+    A hit's statements are the extracted facts that led to it, under the topic the model gave
+    each (else the hit's section); a hit without facts is its own statement."""
     groups: dict[tuple[str, str], StatementGroup] = {}
     for h in hits:
         if h.level is Level.DOCUMENT:
             continue
-        topic = h.section_path[-1] if h.section_path else h.title
-        key = (h.source, topic)
-        group = groups.get(key)
-        if group is None:
-            group = groups[key] = StatementGroup(
-                source=h.source, topic=topic, statements=[], score=h.score
-            )
-        if len(group.statements) < max_per_topic and h.text not in group.statements:
-            group.statements.append(h.text)
-        group.score = max(group.score, h.score)
+        section = h.section_path[-1] if h.section_path else h.title
+        facts = [str(f) for f in h.metadata.get("facts") or ()]
+        fact_topics = h.metadata.get("fact_topics") or {}
+        stated = [(fact_topics.get(f, section), f) for f in facts] or [(section, h.text)]
+        for topic, text in stated:
+            group = groups.get((h.source, topic))
+            if group is None:
+                group = groups[(h.source, topic)] = StatementGroup(
+                    source=h.source, topic=topic, statements=[], score=h.score
+                )
+            if len(group.statements) < max_per_topic and text not in group.statements:
+                group.statements.append(text)
+            group.score = max(group.score, h.score)
     return sorted(groups.values(), key=lambda g: -g.score)
 
 

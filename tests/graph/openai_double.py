@@ -13,7 +13,7 @@ Use it as a pytest fixture from any test folder:
 (`openai_double_fixture` registers the `openai_double` fixture; a conftest may import it instead,
 with `__all__ = ["openai_double_fixture"]`.) Or `with OpenAIDouble() as double:` directly.
 
-How it answers: the step is read off the system prompt (`TRIPLES_SYSTEM` or not), the passage off
+How it answers: the step is read off the system prompt (a triples prompt or not), the passage off
 the last user message (`passage_of`). The first key given to `on` that occurs in the passage picks
 the script; a script is one `Reply` or a sequence played in order, its last reply repeating (so
 `[Reply(status=429), ok]` is "429, then success"). A passage no key matches gets `default_reply`:
@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 
 from rayweave.graph.extraction_prompts import (
+    TOPIC_TRIPLES_SYSTEM,
     TRIPLES_SYSTEM,
     Step,
     entities_json,
@@ -153,7 +154,7 @@ class OpenAIDouble:
     def _reply_for(self, body: dict[str, Any]) -> tuple[Reply, Request]:
         messages = body.get("messages") or [{}]
         system = next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
-        step: Step = "triples" if system == TRIPLES_SYSTEM else "entities"
+        step: Step = "triples" if system in (TRIPLES_SYSTEM, TOPIC_TRIPLES_SYSTEM) else "entities"
         passage = passage_of(str(messages[-1].get("content", "")))
         with self._lock:
             key = next((k for k in self._scripts if k in passage), None)

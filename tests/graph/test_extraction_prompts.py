@@ -11,7 +11,9 @@ from rayweave.graph.extraction_prompts import (
     ENTITY_SYSTEM,
     EXAMPLE_ENTITIES,
     EXAMPLE_PASSAGE,
+    EXAMPLE_TOPICS,
     EXAMPLE_TRIPLES,
+    TOPIC_TRIPLES_SYSTEM,
     TRIPLES_SYSTEM,
     MalformedAnswer,
     NamedEntity,
@@ -60,6 +62,16 @@ class TestPrompts:
         for s, _, o in EXAMPLE_TRIPLES:
             assert s in EXAMPLE_ENTITIES or o in EXAMPLE_ENTITIES
             assert s in EXAMPLE_PASSAGE
+
+    def test_topic_step_asks_for_groups_and_its_example_reads_back(self) -> None:
+        msgs = triple_messages(PASSAGE, ["KubeRay"], topics=True)
+        assert msgs[0]["content"] == TOPIC_TRIPLES_SYSTEM != TRIPLES_SYSTEM
+        assert '{"topics": [{"topic"' in TOPIC_TRIPLES_SYSTEM
+        assert passage_of(msgs[-1]["content"]) == PASSAGE
+        parsed = parse_triples(msgs[2]["content"])
+        assert parsed.triples == EXAMPLE_TRIPLES  # every example triple sits under one topic
+        assert {parsed.topics[t] for t in EXAMPLE_TRIPLES} == {t for t, _ in EXAMPLE_TOPICS}
+        assert parsed.topics[EXAMPLE_TRIPLES[1]] == "Qdrant's origins"
 
     def test_passage_of_untagged_text_is_the_text(self) -> None:
         assert passage_of("just text") == "just text"
@@ -155,7 +167,7 @@ class TestParseTriples:
                     ["  ", "likes", "B"],  # whitespace subject
                     ["A", "likes", None],  # null object
                     ["A", "likes"],  # two parts
-                    ["A", "likes", "B", "C"],  # four parts
+                    ["A", "likes", "B", "C", "D"],  # five parts (a fourth is a topic)
                     "A likes B",  # not a list
                     {"subject": "A", "predicate": "likes"},  # no object
                     ["Ray", "is", "ray"],  # subject is the object
@@ -208,6 +220,52 @@ class TestParseTriples:
     def test_malformed(self, answer: str, message: str) -> None:
         with pytest.raises(MalformedAnswer, match=message):
             parse_triples(answer)
+
+
+class TestTopics:
+    def test_flat_answers_have_no_topics(self) -> None:
+        assert parse_triples('{"triples": [["a", "b", "c"]]}').topics == {}
+
+    def test_a_topic_per_triple(self) -> None:
+        parsed = parse_triples(
+            '{"triples": [["Ray", "runs on", "Kubernetes", "Deployment"], '
+            '{"subject": "Ray", "predicate": "is", "object": "framework", "topic": " Ray "}, '
+            '["Ray", "has", "actors", ""], ["x", "y", "z", ["not", "text"]]]}'
+        )
+        assert parsed.topics == {
+            ("Ray", "runs on", "Kubernetes"): "Deployment",
+            ("Ray", "is", "framework"): "Ray",
+        }
+        assert ("Ray", "has", "actors") in parsed.triples  # an empty topic is no topic
+        assert ("x", "y", "z") in parsed.triples  # an unusable topic is dropped, not the triple
+        assert parsed.dropped == 0
+
+    def test_grouped_as_a_list_or_a_mapping(self) -> None:
+        listed = parse_triples(
+            'Here:\n```json\n{"topics": [{"topic": "Serving", "triples": [["Serve", "runs on", '
+            '"Ray"], ["Serve", "", "x"]]}, {"topic": "Storage", "triples": [["Qdrant", "stores", '
+            '"vectors"], ["serve", "RUNS ON", "ray"]]}, {"topic": "Empty", "triples": "none"}, '
+            '"stray"]}\n```'
+        )
+        assert listed.triples == (("Serve", "runs on", "Ray"), ("Qdrant", "stores", "vectors"))
+        assert listed.topics == {
+            ("Serve", "runs on", "Ray"): "Serving",  # the repeat under Storage keeps the first
+            ("Qdrant", "stores", "vectors"): "Storage",
+        }
+        assert listed.dropped == 1
+        mapped = parse_triples('{"topics": {"Serving": [["Serve", "runs on", "Ray"]]}}')
+        assert mapped.topics == {("Serve", "runs on", "Ray"): "Serving"}
+
+    def test_a_cut_short_grouped_answer_keeps_what_is_whole(self) -> None:
+        parsed = parse_triples(
+            '{"topics": [{"topic": "Serving", "triples": [["Serve", "runs on", "Ray"], '
+            '["Serve", "sc'
+        )
+        assert parsed.triples == (("Serve", "runs on", "Ray"),)
+        assert parsed.salvaged
+        # A grouped answer with no usable group is malformed, as a flat one would be.
+        with pytest.raises(MalformedAnswer, match='without a "triples" list'):
+            parse_triples('{"topics": [{"topic": "Serving"}]}')
 
 
 class TestCleaning:

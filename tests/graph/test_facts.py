@@ -53,6 +53,17 @@ class TestCollectFacts:
         assert [f.id for f in again] == [f.id for f in collect_facts(EXTRACTIONS)]
         assert all(f.subject and f.object for f in again)
 
+    def test_a_fact_keeps_the_topic_of_the_first_chunk_stating_it(self) -> None:
+        def said(topic: str | None) -> Extraction:
+            return Extraction(
+                statements=(Statement(subject="A", predicate="b", object="C", topic=topic),)
+            )
+
+        facts = collect_facts({"c2": said("Later"), "c1": said("First"), "c0": said(None)})
+        assert [(f.topic, f.chunk_ids) for f in facts] == [(None, ("c0", "c1", "c2"))]
+        assert collect_facts({"c2": said("Later"), "c1": said("First")})[0].topic == "First"
+        assert collect_facts({"c1": said("First")})[0].payload()["topic"] == "First"
+
     def test_no_statements_no_facts(self) -> None:
         assert collect_facts({"c": Extraction(error="bad json")}) == []
 
@@ -85,6 +96,25 @@ class TestSyncFacts:
             assert encoded == ["Lyon hosts Interpol"]  # only the new fact is encoded
             (paris,) = [p for p in store.scroll(limit=10)[0] if p.payload["subject"] == "Paris"]
             assert paris.payload["chunk_ids"] == ["c2"]
+            # A fact whose topic changed is updated in place, not encoded again.
+            encoded.clear()
+            topical = {
+                **changed,
+                "c2": Extraction(
+                    statements=(
+                        Statement(
+                            subject="Paris",
+                            predicate="is capital of",
+                            object="France",
+                            topic="Capitals",
+                        ),
+                    )
+                ),
+            }
+            sync_facts(store, collect_facts(topical), counting, name=name, dense_dim=DIM)
+            assert encoded == []
+            (paris,) = [p for p in store.scroll(limit=10)[0] if p.payload["subject"] == "Paris"]
+            assert paris.payload["topic"] == "Capitals"
             best = store.query(
                 VectorQuery(mode="dense", dense=encode(["Lyon hosts Interpol"])[0], limit=1)
             )

@@ -12,7 +12,14 @@ import pytest
 from rayweave.cluster.errors import ConfigError
 from rayweave.cluster.types import Chunk, Entity, Level
 from rayweave.graph.extraction import Extraction, GraphExtractor, Statement, run_extractor
-from rayweave.graph.extraction_prompts import NamedEntity, ParsedEntities, ParsedTriples
+from rayweave.graph.extraction_prompts import (
+    TOPIC_TRIPLES_SYSTEM,
+    TRIPLES_SYSTEM,
+    NamedEntity,
+    ParsedEntities,
+    ParsedTriples,
+    topics_json,
+)
 from rayweave.graph.llm_extraction import (
     ExtractionStats,
     LLMExtractor,
@@ -311,6 +318,29 @@ def test_options_reach_the_model() -> None:
     )
     with pytest.raises(ConfigError, match="at least 1"):
         LLMExtractor(chat, concurrency=0)
+
+
+def test_topics_are_asked_for_and_kept_on_statements(openai_double: OpenAIDouble) -> None:
+    openai_double.on(
+        "Alpha:",
+        entities=["Ray Serve", "Ray"],
+        triples=Reply(
+            content=topics_json(
+                [("Serving", [["Ray Serve", "runs on", "Ray"]]), ("Ray", [["Ray", "is", "fast"]])]
+            )
+        ),
+    )
+    [plain] = extractor(openai_double).extract([ALPHA])
+    assert plain.error is None
+    assert openai_double.requests[-1].body["messages"][0]["content"] == TRIPLES_SYSTEM
+    [topical] = extractor(openai_double, topics=True).extract([ALPHA])
+    assert openai_double.requests[-1].body["messages"][0]["content"] == TOPIC_TRIPLES_SYSTEM
+    assert [(s.text, s.topic) for s in topical.statements] == [
+        ("Ray Serve runs on Ray", "Serving"),
+        ("Ray is fast", "Ray"),
+    ]
+    # The reader takes the grouped answer whatever was asked.
+    assert [s.topic for s in plain.statements] == ["Serving", "Ray"]
 
 
 def test_extraction_of_merges_surface_forms() -> None:

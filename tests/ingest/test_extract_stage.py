@@ -13,6 +13,7 @@ import pytest
 
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.vectors.service import vector_store_for
+from rayweave.graph.extraction_prompts import TOPIC_TRIPLES_SYSTEM, topics_json
 from rayweave.graph.facts import facts_collection
 from rayweave.graph.schema import EdgeSource
 from rayweave.graph.store import open_graph_store
@@ -128,3 +129,55 @@ def test_extraction_at_ingest_is_cached_stored_and_seeds_the_walk(
     assert any("Walworth" in r.text for r in results[:2]), [r.text[:60] for r in results]
     assert any("graph-facts" in r.retrievers for r in results)
     assert any(r.facts for r in results)
+
+
+def test_topics_travel_from_the_model_to_the_statement_groups(
+    ray_stack: Settings, graph_connection: object, tmp_path: Path, openai_double: OpenAIDouble
+) -> None:
+    openai_double.on(
+        "Charles Babbage was",
+        entities=["Charles Babbage", "Walworth", "Southwark"],
+        triples=Reply(
+            content=topics_json(
+                [
+                    ("Babbage's birth", [["Charles Babbage", "was born in", "Walworth"]]),
+                    ("Southwark", [["Walworth", "is a district of", "Southwark"]]),
+                ]
+            )
+        ),
+    )
+    settings = extracting(ray_stack, openai_double)
+    settings = settings.model_copy(
+        update={"graph": settings.graph.model_copy(update={"extractor_topics": True})}
+    )
+    collection = f"t{uuid.uuid4().hex[:10]}"
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "babbage.md").write_text(DOCS["babbage.md"])
+    summary = run_ingest(settings, [root], collection=collection)
+    assert summary.extraction is not None
+    assert summary.extraction.facts == 2
+    asked = [r for r in openai_double.requests if r.step == "triples"]
+    assert asked
+    assert all(r.body["messages"][0]["content"] == TOPIC_TRIPLES_SYSTEM for r in asked)
+    facts = vector_store_for(settings, facts_collection(collection))
+    topics = {p.payload["text"]: p.payload["topic"] for p in facts.scroll(limit=10)[0]}
+    assert topics == {
+        "Charles Babbage was born in Walworth": "Babbage's birth",
+        "Walworth is a district of Southwark": "Southwark",
+    }
+
+    local = LocalSearch(settings, collection=collection)
+    try:
+        request = SearchRequest(
+            query="Where was Charles Babbage born?",
+            top_k=3,
+            profile=Profile.GRAPH,
+            include_statements=True,
+        )
+        response = asyncio.run(local.service.search(request))
+    finally:
+        local.close()
+    assert response.statements is not None
+    grouped = {g.topic: g.statements for g in response.statements}
+    assert "Charles Babbage was born in Walworth" in grouped.get("Babbage's birth", []), grouped
