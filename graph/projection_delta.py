@@ -187,12 +187,26 @@ def _read_document_chunks(store: GraphStore, dkey: str, delta: ProjectionDelta) 
     return {c.key for c in found}
 
 
+def _labelled(delta: ProjectionDelta) -> dict[NodeLabel, list[str]]:
+    """The keys read back per label; a key no label holds is a node that went (no edges)."""
+    out: dict[NodeLabel, list[str]] = {
+        NodeLabel.DOCUMENT: sorted(delta.documents),
+        NodeLabel.ENTITY: sorted(delta.entities),
+    }
+    for label, level in zip(_CHUNK_LABELS, (Level.SECTION, Level.PROPOSITION), strict=True):
+        out[label] = sorted(c.key for c in delta.chunks.values() if c.level is level)
+    return out
+
+
 def _read_edges(store: GraphStore, delta: ProjectionDelta) -> None:
+    """Every edge of the read nodes, each node looked up under its own label only."""
     skip = set() if store.settings.sentence_links else {RelType.CO_MENTIONED}
     types = sorted(rel.value for rel in _GROUP_OF if rel not in skip)
-    params = {"keys": sorted(delta.keys), "types": types}
     weight = "coalesce(r.weight, 1.0) * coalesce(r.confidence, 1.0) AS w"
-    for label in (NodeLabel.DOCUMENT, *_CHUNK_LABELS, NodeLabel.ENTITY):
+    for label, keys in _labelled(delta).items():
+        if not keys:
+            continue
+        params = {"keys": keys, "types": types}
         # Each end is found by its key first: ArcadeDB plans `(a)-[r]->(b:L {key: k})` as a
         # scan of every edge.
         for pattern in (
@@ -360,13 +374,29 @@ def _aliases(
     fresh: list[tuple[str, str]],
     keys: Mapping[str, int],
 ) -> dict[str, np.ndarray]:
-    out: dict[str, list[int]] = {}
-    for form, rows in current.aliases.items():
-        kept = [r for r in rows.tolist() if r not in gone]
-        if kept:
-            out[form] = kept
+    """`current`'s alias lists without the buried rows, plus the fresh forms. Only the forms
+    that held a buried row are rebuilt; the rest are shared with `current` (arrays are never
+    written in place)."""
+    out = dict(current.aliases)
+    if gone and out:
+        forms = list(out)
+        sizes = np.fromiter((a.size for a in out.values()), dtype=np.int64, count=len(forms))
+        buried = np.fromiter(gone, dtype=np.int64, count=len(gone))
+        hit = np.isin(np.concatenate(list(out.values())), buried)
+        for i in np.unique(np.repeat(np.arange(len(forms)), sizes)[hit]).tolist():
+            rows = out[forms[i]]
+            kept = rows[~np.isin(rows, buried)]
+            if kept.size:
+                out[forms[i]] = kept
+            else:
+                del out[forms[i]]
     for form, ekey in fresh:
         row = keys.get(ekey)
-        if row is not None and row not in out.setdefault(form, []):
-            out[form].append(row)
-    return {k: np.asarray(v, dtype=np.int32) for k, v in out.items() if v}
+        if row is None:
+            continue
+        held = out.get(form)
+        if held is None:
+            out[form] = np.asarray([row], dtype=np.int32)
+        elif row not in held:
+            out[form] = np.append(held, np.int32(row)).astype(np.int32)
+    return out
