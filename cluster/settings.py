@@ -383,6 +383,13 @@ class GraphSettings(_Group):
         "every row and re-encodes every name in the ingesting process (the baseline of "
         "`rayweave bench update`). Both leave the same graph, as does `rayweave graph rebuild`.",
     )
+    layer_snapshots: bool = Field(
+        default=True,
+        description="Keep the edges each incremental upkeep synced in '<home>/graph/layers/' "
+        "(about 150 bytes an edge), so the next one reads back from the store only the edges "
+        "of nodes written since, not the whole layer. A cache, checked against the store's "
+        "change log: a stale or foreign file is ignored. Off: every upkeep reads the layer.",
+    )
     rebuild_share_documents: int = Field(
         default=500,
         ge=1,

@@ -14,10 +14,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from rayweave.cluster.types import Chunk, Document, Entity
 from rayweave.graph.builders import build_graph
 from rayweave.graph.extraction import Extraction, encode_extraction
+from rayweave.graph.layer_snapshot import LayerSnapshot, load_snapshot, save_snapshot, stored_layer
 from rayweave.graph.schema import CORPUS_SOURCES
 from rayweave.graph.store import GraphStore
 from rayweave.graph.store.layer_sync import EdgeSync
@@ -52,18 +54,30 @@ def index_batch(
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CorpusPass:
     """What the corpus pass changed: entities and edges written, edges that went, and edges
-    recomputed equal to what was stored (left alone)."""
+    recomputed equal to what was stored (left alone); how much of the stored layer it read."""
 
     entities: int
     topics: int
     edges: EdgeSync
+    reread: int | None = None  # keys whose edges were read back (None: the whole layer)
 
 
-def rebuild_corpus_edges(store: GraphStore, *, full: bool = False) -> CorpusPass:
+def rebuild_corpus_edges(
+    store: GraphStore, *, full: bool = False, snapshot: Path | None = None
+) -> CorpusPass:
     """Build entities, topics and every rule-made edge from all stored chunks and make the
     stored layer equal them (see module docstring), writing only rows that differ (`full`:
     every row, for repair). Readers see the old layer, then old and new together, never
-    neither: new rows are written first, what they do not repeat is deleted after."""
+    neither: new rows are written first, what they do not repeat is deleted after.
+    `snapshot`: a file where the pass keeps the edges it synced, so that the next one reads
+    back only what changed since (`graph/layer_snapshot.py`)."""
+    # What is stored is known first, from the version before anything is read (see
+    # `graph/layer_snapshot.py`): writes that land while the pass runs are re-read next time.
+    stored = (
+        None
+        if full
+        else stored_layer(store, CORPUS_SOURCES, load_snapshot(snapshot) if snapshot else None)
+    )
     chunks, mentions, extractions = store.documents_content()
     if len(mentions) < len(chunks):  # written by an earlier version: keep its NER entities
         store.backfill_mentions()
@@ -71,7 +85,7 @@ def rebuild_corpus_edges(store: GraphStore, *, full: bool = False) -> CorpusPass
     batch = build_graph(chunks, mentions, settings=store.settings, extractions=extractions)
     # Edges are written only between nodes that exist: topics first, as entities.
     topics = store.write_topics(batch.topics)
-    if full:
+    if stored is None:
         entities = store.write_entities(batch.entities, mode="replace")
         run = uuid.uuid4().hex
         written = store.write_edges(batch.edges, mode="replace", run=run)
@@ -79,14 +93,19 @@ def rebuild_corpus_edges(store: GraphStore, *, full: bool = False) -> CorpusPass
         edges = EdgeSync(edges_written=written, edges_deleted=gone, edges_unchanged=0)
     else:
         entities = store.sync_entities(batch.entities)
-        edges = store.sync_edges(batch.edges, CORPUS_SOURCES)
+        edges = store.sync_edges(
+            batch.edges, CORPUS_SOURCES, stored=stored.view, keep_view=snapshot is not None
+        )
     store.delete_topics_except(batch.topics)
     store.delete_unlisted_aliases()
     # Entities nothing introduces any more (a plural now merged into its singular, a deleted
     # document's names) go; a zero threshold drops no edge.
     store.prune(0.0)
     store.touch()
-    return CorpusPass(entities=entities, topics=topics, edges=edges)
+    if snapshot is not None and stored is not None and edges.view is not None:
+        save_snapshot(snapshot, LayerSnapshot(ns=store.ns, at=stored.at, view=edges.view))
+    reread = None if stored is None else stored.reread
+    return CorpusPass(entities=entities, topics=topics, edges=edges, reread=reread)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,14 +115,20 @@ class EntityLayerUpdate:
 
 
 def update_entity_layer(
-    store: GraphStore, names: NameIndex | None, *, full: bool = False
+    store: GraphStore,
+    names: NameIndex | None,
+    *,
+    full: bool = False,
+    snapshot: Path | None = None,
 ) -> EntityLayerUpdate:
     """The maintenance step after documents are written or deleted: the entity layer from the
     stored chunks, then synonymy for the names that changed (none without a name index);
-    `full` rewrites every row and re-encodes every name."""
-    if store.begin_maintenance():
+    `full` rewrites every row and re-encodes every name; `snapshot` see `rebuild_corpus_edges`."""
+    if store.begin_maintenance():  # an upkeep died mid-way: what it wrote is not logged
         store.mark_all()
-    corpus = rebuild_corpus_edges(store, full=full)
+        if snapshot is not None:
+            snapshot.unlink(missing_ok=True)
+    corpus = rebuild_corpus_edges(store, full=full, snapshot=snapshot)
     synonyms = None
     if names is not None:
         if full:

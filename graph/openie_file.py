@@ -30,12 +30,12 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rayweave.cluster.atomic_file import write_atomically
 from rayweave.cluster.errors import ConfigError, reraised_as
 from rayweave.cluster.types import Entity
 from rayweave.graph.extraction import Extraction, Statement
@@ -485,13 +485,5 @@ def write_openie(path: str | os.PathLike[str], rows: Iterable[tuple[str, Extract
     target = Path(path)
     document = openie_document(rows)
     with reraised_as(ConfigError, f"OpenIE file {target}: cannot write it"):
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(document, handle, ensure_ascii=False)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(target, lambda f: json.dump(document, f, ensure_ascii=False))
     return len(document["docs"])

@@ -69,7 +69,7 @@ def projection_updates(
     more than `max_stale` of the rows tombstones."""
 
     def update(current: GraphProjection) -> GraphProjection | None:
-        changes = store.changes_since(current.version)
+        changes = store.changes_since(current.version, stamp=current.stamp)
         if changes.to == StoreVersion(stamp=current.stamp, version=current.version):
             return None
         tombstones = current.size - len(set(current.keys.values()))

@@ -403,8 +403,14 @@ def _update_entity_layer(settings: Settings, collection: str, *, dense_dim: int)
 
     graph = open_graph_store(settings, namespace=collection)
     names = name_index(settings, collection, dense_dim=dense_dim)
+    snapshot = settings.graph_home / "layers" / f"{collection}.pickle"
     try:
-        update_entity_layer(graph, names, full=settings.graph.maintenance == "full")
+        update_entity_layer(
+            graph,
+            names,
+            full=settings.graph.maintenance == "full",
+            snapshot=snapshot if settings.graph.layer_snapshots else None,
+        )
     finally:
         graph.close()
         if names is not None:

@@ -48,25 +48,28 @@ def log_change(
     keep: int,
 ) -> int:
     """Bump the namespace's version and append its entry (`keys` None: a full entry); drops the
-    entries older than the last `keep`. Returns the new version."""
+    entries older than the last `keep`. Returns the new version. The entry keeps the stamp value
+    it set, so a reader can tell that its own version lies in this history (`merge_changes`)."""
+    value = uuid.uuid4().hex
     record = tx.run(
         q(
             f"MERGE (s:{STAMP_LABEL} {{key: $key}}) "
             "SET s.ns = $ns, s.value = $value, s.version = coalesce(s.version, 0) + 1 "
             "RETURN s.version AS v"
         ),
-        {"key": stamp_key, "ns": ns, "value": uuid.uuid4().hex},
+        {"key": stamp_key, "ns": ns, "value": value},
     ).single()
     version = int(record["v"]) if record is not None else 1
     tx.run(
         q(
             f"CREATE (c:{CHANGE_LABEL} {{key: $key, ns: $ns, version: $v, keys: $keys, "
-            "full: $full, at: $at})"
+            "full: $full, at: $at, value: $value})"
         ),
         {
             "key": f"{stamp_key}:{version}",
             "ns": ns,
             "v": version,
+            "value": value,
             "keys": list(keys or ()),
             "full": keys is None,
             "at": time.time(),
@@ -89,9 +92,22 @@ def read_version(rows: Sequence[dict[str, object]]) -> StoreVersion:
     )
 
 
-def merge_changes(since: int, to: StoreVersion, entries: Sequence[dict[str, object]]) -> Changes:
+def merge_changes(
+    since: int,
+    to: StoreVersion,
+    entries: Sequence[dict[str, object]],
+    *,
+    stamp: str | None = None,
+) -> Changes:
     """Merge the entries `(version, keys, full)` after `since` up to `to`; full when one is full
-    or any version in between is missing (compacted away, or never logged)."""
+    or any version in between is missing (compacted away, or never logged). With `stamp` (the
+    value the reader saw at `since`), `entries` also holds entry `since`, and a different value
+    there means the namespace was dropped and written anew since: full too."""
+    if stamp is not None and since > 0:
+        at_since = [e for e in entries if e["version"] == since]
+        if not at_since or at_since[0].get("value") != stamp:
+            return Changes(to=to, keys=frozenset(), full=True)
+        entries = [e for e in entries if e["version"] != since]
     versions = sorted(int(e["version"]) for e in entries)  # type: ignore[call-overload]
     if versions != list(range(since + 1, to.version + 1)):
         return Changes(to=to, keys=frozenset(), full=True)

@@ -261,18 +261,21 @@ class StoreConnection:
             )
         )
 
-    def changes_since(self, version: int) -> Changes:
-        """The keys that the writes after `version` touched, or full (see `merge_changes`)."""
+    def changes_since(self, version: int, *, stamp: str | None = None) -> Changes:
+        """The keys that the writes after `version` touched, or full (see `merge_changes`;
+        `stamp`: the value seen at `version`, to tell a namespace written anew)."""
         to = self.version()
-        if to.version <= version:
+        if to.version < version or (to.version == version and stamp in (None, to.stamp)):
             return Changes(to=to, keys=frozenset(), full=to.version < version)
+        first = version if stamp is not None and version > 0 else version + 1
         entries = self.read(
-            f"MATCH (c:{CHANGE_LABEL} {{ns: $ns}}) WHERE c.version > $since AND c.version <= $to "
-            "RETURN c.version AS version, c.keys AS keys, c.full AS full",
-            {"since": version, "to": to.version},
+            f"MATCH (c:{CHANGE_LABEL} {{ns: $ns}}) WHERE c.version >= $first "
+            "AND c.version <= $to RETURN c.version AS version, c.keys AS keys, c.full AS full, "
+            "c.value AS value",
+            {"first": first, "to": to.version},
             op="changes",
         )
-        return merge_changes(version, to, entries)
+        return merge_changes(version, to, entries, stamp=stamp)
 
     def begin_maintenance(self) -> bool:
         """Flag the namespace's corpus-wide upkeep as under way; True when a previous run left
@@ -306,18 +309,23 @@ class StoreConnection:
         """Record that the namespace changed: a fresh stamp value, and a change-log entry with
         the keys marked since the last touch (full after `mark_all`, or past
         `graph.change_log_max_keys`)."""
-        keys: list[str] | None = sorted(self._dirty)
-        if self._dirty_all or len(self._dirty) > self.settings.change_log_max_keys:
-            keys = None
+        self._write_logged("touch", lambda tx: None)
+
+    def _write_logged(self, op: str, work: Callable[[neo4j.ManagedTransaction], T]) -> T:
+        """`work` and the change-log entry for everything marked so far (`work` may mark too)
+        in one transaction: no crash can leave a write that the log does not name."""
+
+        def logged(tx: neo4j.ManagedTransaction) -> T:
+            result = work(tx)
+            keys: list[str] | None = sorted(self._dirty)
+            if self._dirty_all or len(self._dirty) > self.settings.change_log_max_keys:
+                keys = None
+            log_change(
+                tx, self.ns, self.key(STAMP_LABEL), keys, keep=self.settings.change_log_entries
+            )
+            return result
+
+        result = self._write(op, logged)
         self._dirty.clear()
         self._dirty_all = False
-        self._write(
-            "touch",
-            lambda tx: log_change(
-                tx,
-                self.ns,
-                self.key(STAMP_LABEL),
-                keys,
-                keep=self.settings.change_log_entries,
-            ),
-        )
+        return result

@@ -9,7 +9,7 @@ only rows that went costs what changed, and leaves the rest of the graph untouch
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rayweave.graph.names import normalize_name, unique
@@ -23,13 +23,24 @@ _EDGE_FIELDS = {"weight": "w", "confidence": "c", "source": "src", "count": "n"}
 _BOOKKEEPING = frozenset({"run"})
 
 EdgeKey = tuple[str, str, str, str, str]  # (type, start label, end label, start key, end key)
+LayerView = dict[EdgeKey, dict[str, Any]]  # the stored properties of each synced edge
+_SYNCED_STARTS = (*CHUNK_LABELS, NodeLabel.ENTITY)  # edges from documents are written whole
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EdgeSync:
+    """`view`: the synced edges as they are stored after the sync, when asked for (what the
+    next sync can start from instead of reading them all, `graph/layer_snapshot.py`)."""
+
     edges_written: int
     edges_deleted: int
     edges_unchanged: int
+    view: LayerView | None = field(default=None, repr=False, compare=False)
+
+
+def _stored_form(row: Mapping[str, Any]) -> dict[str, Any]:
+    """An edge row's properties as a replace write stores them."""
+    return {**{prop: row[f] for prop, f in _EDGE_FIELDS.items()}, **row["props"]}
 
 
 def _edge_differs(stored: Mapping[str, Any] | None, row: Mapping[str, Any]) -> bool:
@@ -59,15 +70,28 @@ class GraphLayerSync(GraphWrites, StoreConnection):
         ]
         return self.write_entities(changed, mode="replace") if changed else 0
 
-    def sync_edges(self, edges: Sequence[EdgeRow], sources: Iterable[EdgeSource]) -> EdgeSync:
+    def sync_edges(
+        self,
+        edges: Sequence[EdgeRow],
+        sources: Iterable[EdgeSource],
+        *,
+        stored: LayerView | None = None,
+        keep_view: bool = False,
+    ) -> EdgeSync:
         """Make the namespace's edges of `sources` equal `edges`: write new and changed rows,
-        delete the stored rows of those sources that `edges` no longer holds."""
-        stored = self._stored_edges(sources)
+        delete the stored rows of those sources that `edges` no longer holds. `stored`: what
+        `stored_edges` would read now (it is consumed); `keep_view`: return the result's view."""
+        stored = self.stored_edges(sources) if stored is None else stored
+        view: LayerView | None = {} if keep_view else None
         written = unchanged = 0
         for (rel, src, dst), rows in group_edges(edges, self.key).items():
             changed = []
+            synced = src in _SYNCED_STARTS
             for (s, d), row in rows.items():
-                if _edge_differs(stored.pop((rel.value, src.value, dst.value, s, d), None), row):
+                key = (rel.value, src.value, dst.value, s, d)
+                if view is not None and synced:
+                    view[key] = _stored_form(row)
+                if _edge_differs(stored.pop(key, None), row):
                     changed.append(row)
                 else:
                     unchanged += 1
@@ -79,23 +103,45 @@ class GraphLayerSync(GraphWrites, StoreConnection):
                 if rel is RelType.MENTIONS:
                     self.refresh_entity_stats(sorted({r["d"] for r in changed}), keys=True)
         deleted = self._delete_edges(stored)
-        return EdgeSync(edges_written=written, edges_deleted=deleted, edges_unchanged=unchanged)
+        return EdgeSync(
+            edges_written=written, edges_deleted=deleted, edges_unchanged=unchanged, view=view
+        )
 
     def delete_unlisted_aliases(self) -> None:
         """Alias links that their entity's aliases no longer list go."""
         self._write("sync_aliases", lambda tx: delete_unlisted_aliases(tx, self.ns))
 
-    def _stored_edges(self, sources: Iterable[EdgeSource]) -> dict[EdgeKey, dict[str, Any]]:
-        rows = self.read(
-            "MATCH (a {ns: $ns})-[r]->(b) WHERE r.source IN $sources AND labels(a)[0] IN $starts "
+    def stored_edges(
+        self, sources: Iterable[EdgeSource], *, touching: Iterable[str] | None = None
+    ) -> LayerView:
+        """The stored edges of `sources` that `sync_edges` keeps equal to a pass's rows (those
+        from chunks and entities); `touching`: only those with an end among these node keys."""
+        params: dict[str, Any] = {
+            "sources": sorted(s.value for s in sources),
+            "starts": [label.value for label in _SYNCED_STARTS],
+        }
+        where = "WHERE r.source IN $sources AND labels(a)[0] IN $starts"
+        ret = (
             "RETURN type(r) AS t, labels(a)[0] AS la, labels(b)[0] AS lb, a.key AS s, "
-            "b.key AS d, properties(r) AS p",
-            {
-                "sources": sorted(s.value for s in sources),
-                "starts": [label.value for label in (*CHUNK_LABELS, NodeLabel.ENTITY)],
-            },
-            op="sync_edges",
+            "b.key AS d, properties(r) AS p"
         )
+        if touching is None:
+            rows = self.read(
+                f"MATCH (a {{ns: $ns}})-[r]->(b) {where} {ret}", params, op="sync_edges"
+            )
+        else:
+            params["keys"] = sorted(set(touching))
+            rows = []
+            # Each end is found by its key first (ArcadeDB scans every edge for an end matched
+            # in the pattern), under each label: a key names one node, so misses cost a lookup.
+            for label in NodeLabel:
+                for pattern in (
+                    f"(a:{label.value} {{key: k}}) MATCH (a)-[r]->(b)",
+                    f"(b:{label.value} {{key: k}}) MATCH (a)-[r]->(b)",
+                ):
+                    rows += self.read(
+                        f"UNWIND $keys AS k MATCH {pattern} {where} {ret}", params, op="sync_edges"
+                    )
         return {
             (r["t"], r["la"], r["lb"], r["s"], r["d"]): {
                 k: v for k, v in dict(r["p"]).items() if k not in _BOOKKEEPING

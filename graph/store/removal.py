@@ -68,6 +68,7 @@ class GraphRemoval(StoreConnection):
                 raise NotFoundError(f"document {doc_id!r} is not in graph namespace {self.ns!r}")
             removed = delete_document_chunks(tx, dkey)
             orphans = delete_orphans(tx, removed.entity_keys, removed.topic_keys)
+            self.mark([dkey, *removed.chunk_keys, *removed.entity_keys])
             return DeleteReport(
                 doc_id=doc_id,
                 chunks=removed.chunks,
@@ -77,10 +78,9 @@ class GraphRemoval(StoreConnection):
                 keys=(*removed.chunk_keys, *removed.entity_keys),
             )
 
-        report = self._write("delete_document", work)
-        self.mark([dkey, *report.keys])
-        self.touch()
-        return report
+        # Logged in the same transaction: a deletion the log missed would stay unseen by
+        # projections and by the corpus pass's layer snapshot (`graph/layer_snapshot.py`).
+        return self._write_logged("delete_document", work)
 
     def drop_namespace(self) -> int:
         """Delete every node (and so every edge) of this namespace; returns the node count."""

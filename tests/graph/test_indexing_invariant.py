@@ -1,7 +1,7 @@
 """The graph after any sequence of ingests, edits and deletes equals a fresh ingest of the
 documents that remain: node for node, edge for edge, weights included. Documents come from
 `generated_corpus`; each step goes through `update_entity_layer`, the product's maintenance
-entry point, on the real embedded graph server.
+entry point, on the real embedded graph server, with its layer snapshot as the ingest keeps it.
 """
 
 from __future__ import annotations
@@ -60,11 +60,17 @@ def test_random_updates_leave_the_graph_a_fresh_ingest_would_build(
     relinked = 0
     live: dict[str, GeneratedDoc] = {f"D{i}": generate(rng, f"D{i}", 0) for i in range(6)}
     write(graph_store, list(live.values()))
-    update_entity_layer(graph_store, names)
+    layer = tmp_path / "layers" / f"{graph_store.ns}.pickle"
+    first = update_entity_layer(graph_store, names, snapshot=layer)
+    assert first.corpus.reread is None
+    whole_relink = first.synonyms is not None and first.synonyms.full
     for step in range(8):
         change = random_change(rng, graph_store, live, step + 1)
-        update = update_entity_layer(graph_store, names)
+        update = update_entity_layer(graph_store, names, snapshot=layer)
+        # From the snapshot, unless the last upkeep relinked every name (a full log entry).
+        assert (update.corpus.reread is None) == whole_relink, f"step {step}"
         assert update.synonyms is not None
+        whole_relink = update.synonyms.full
         assert not update.synonyms.full
         relinked += update.synonyms.relinked
         expected = fresh_snapshot(graph_store, tmp_path, f"fresh{step}", list(live.values()))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rayweave.graph.store import GraphStore
@@ -10,8 +12,8 @@ from rayweave.graph.store.change_log import StoreVersion, merge_changes
 AT = StoreVersion(stamp="s", version=4)
 
 
-def entry(version: int, *keys: str, full: bool = False) -> dict[str, object]:
-    return {"version": version, "keys": list(keys), "full": full}
+def entry(version: int, *keys: str, full: bool = False, value: str = "") -> dict[str, object]:
+    return {"version": version, "keys": list(keys), "full": full, "value": value}
 
 
 def test_entries_after_a_version_merge_into_their_keys() -> None:
@@ -28,6 +30,34 @@ def test_entries_after_a_version_merge_into_their_keys() -> None:
 )
 def test_a_gap_or_a_full_entry_means_a_whole_load(entries: list[dict[str, object]]) -> None:
     assert merge_changes(2, AT, entries).full
+
+
+def test_a_reader_that_names_its_stamp_needs_its_own_entry_in_the_history() -> None:
+    later = [entry(3, "a"), entry(4, "b")]
+    same = merge_changes(2, AT, [entry(2, "old", value="v2"), *later], stamp="v2")
+    assert (same.full, same.keys) == (False, {"a", "b"})  # entry 2 itself is not re-read
+    assert merge_changes(2, AT, [entry(2, value="other"), *later], stamp="v2").full  # written anew
+    assert merge_changes(2, AT, later, stamp="v2").full  # entry 2 compacted away
+
+
+@pytest.mark.integration
+def test_a_namespace_written_anew_is_not_a_continuation(graph_store: GraphStore) -> None:
+    graph_store.mark(["x"])
+    graph_store.touch()
+    seen = graph_store.version()
+    graph_store.mark(["y"])
+    graph_store.touch()
+    assert graph_store.changes_since(seen.version, stamp=seen.stamp).keys == {"y"}
+    graph_store.drop_namespace()
+    for key in ("p", "q"):
+        graph_store.mark([key])
+        graph_store.touch()
+    assert not graph_store.changes_since(seen.version).full  # by version alone: a wrong answer
+    assert graph_store.changes_since(seen.version, stamp=seen.stamp).full
+    graph_store.drop_namespace()
+    graph_store.mark(["r"])
+    graph_store.touch()  # the same version as `seen`, another history
+    assert graph_store.changes_since(seen.version, stamp=seen.stamp).full
 
 
 @pytest.mark.integration
@@ -52,14 +82,18 @@ def test_writes_log_their_keys_and_old_entries_are_dropped(graph_store: GraphSto
 
 
 @pytest.mark.integration
-def test_after_an_upkeep_that_died_the_next_entry_is_full(graph_store: GraphStore) -> None:
+def test_after_an_upkeep_that_died_the_next_entry_is_full(
+    graph_store: GraphStore, tmp_path: Path
+) -> None:
     from rayweave.graph.indexing import update_entity_layer
 
-    update_entity_layer(graph_store, None)
+    layer = tmp_path / "layer.pickle"
+    update_entity_layer(graph_store, None, snapshot=layer)
     done = graph_store.version().version
     assert not graph_store.changes_since(done - 1).full
     assert graph_store.begin_maintenance() is False  # then killed: its writes were not logged
-    update_entity_layer(graph_store, None)
+    # Nor is its layer snapshot trusted: the next upkeep reads the stored layer whole.
+    assert update_entity_layer(graph_store, None, snapshot=layer).corpus.reread is None
     assert graph_store.changes_since(done).full
     after = graph_store.version().version
     update_entity_layer(graph_store, None)

@@ -1,0 +1,104 @@
+"""The entity layer's edges as the last corpus pass left them, kept beside the store.
+
+The corpus pass writes its recomputed edges as a difference from the stored ones
+(`GraphLayerSync.sync_edges`), so it must know what is stored: reading every edge back costs
+what the corpus costs (84 s of a 200 s pass over 10,406 documents), even when one document
+changed. The pass's own result is that knowledge, up to what was written since. So each pass
+saves the edges it synced with the change-log version it started from; the next pass takes the
+snapshot, drops every edge with an end among the keys logged since that version, and reads only
+those keys' edges from the store (`graph/store/change_log.py`: every write names the nodes whose
+edges it changed). The result equals a full read.
+
+The snapshot is a cache, never the truth: it is used only when the log still reaches back to
+its version through the same stamp (not compacted, no full entry, the namespace not written
+anew), and is otherwise ignored and replaced. Saving starts from the version seen before the
+pass read anything, so writes that land while it runs are re-read next time.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rayweave.cluster.atomic_file import write_atomically
+from rayweave.graph.schema import EdgeSource
+from rayweave.graph.store import GraphStore
+from rayweave.graph.store.change_log import StoreVersion
+from rayweave.graph.store.layer_sync import LayerView
+
+log = logging.getLogger(__name__)
+
+_FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayerSnapshot:
+    """The synced edges (`view`) of namespace `ns`, true for every edge whose ends no write
+    after `at` names."""
+
+    ns: str
+    at: StoreVersion
+    view: LayerView
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredLayer:
+    """What `stored_layer` found: the view, the version it is true from, and how it was made
+    (`reread` keys read from the store; None when the whole layer was read)."""
+
+    view: LayerView
+    at: StoreVersion
+    reread: int | None
+
+
+def stored_layer(
+    store: GraphStore, sources: Iterable[EdgeSource], snapshot: LayerSnapshot | None
+) -> StoredLayer:
+    """The stored synced edges of `sources`: from `snapshot` and the keys logged since it when
+    the log allows, else read whole."""
+    sources = tuple(sources)
+    if snapshot is not None and snapshot.ns == store.ns and snapshot.at.stamp is not None:
+        changes = store.changes_since(snapshot.at.version, stamp=snapshot.at.stamp)
+        if not changes.full:
+            keys = changes.keys
+            view = {k: v for k, v in snapshot.view.items() if k[3] not in keys and k[4] not in keys}
+            if keys:
+                view.update(store.stored_edges(sources, touching=keys))
+            return StoredLayer(view=view, at=changes.to, reread=len(keys))
+    at = store.version()
+    return StoredLayer(view=store.stored_edges(sources), at=at, reread=None)
+
+
+def load_snapshot(path: Path) -> LayerSnapshot | None:
+    """The snapshot saved at `path`; None when there is none or it cannot be read (it is a
+    cache: the caller reads the store instead)."""
+    try:
+        with path.open("rb") as handle:
+            data = pickle.load(handle)
+        if data.get("format") != _FORMAT:
+            return None
+        at = StoreVersion(stamp=data["stamp"], version=data["version"])
+        return LayerSnapshot(ns=str(data["ns"]), at=at, view=data["edges"])
+    except FileNotFoundError:
+        return None
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, KeyError, TypeError) as exc:
+        # a torn or foreign file: ignore it, the store has the truth
+        log.warning("layer snapshot %s is unreadable (%s); reading the stored layer", path, exc)
+        return None
+
+
+def save_snapshot(path: Path, snapshot: LayerSnapshot) -> None:
+    """Write `snapshot` to `path` atomically (a reader never sees half a file)."""
+    data = {
+        "format": _FORMAT,
+        "ns": snapshot.ns,
+        "stamp": snapshot.at.stamp,
+        "version": snapshot.at.version,
+        "edges": snapshot.view,
+    }
+    write_atomically(
+        path, lambda f: pickle.dump(data, f, protocol=pickle.HIGHEST_PROTOCOL), binary=True
+    )
