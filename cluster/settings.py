@@ -633,6 +633,13 @@ class IngestSettings(_Group):
     )
     actor_gpus: float = Field(default=0.0, ge=0, description="GPUs per embedding actor.")
     batch_size: int = Field(default=64, ge=1, description="Rows per Ray Data batch.")
+    stall_timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Fail an ingest whose pipeline moves no batch for this long. None: never "
+        "(Ray Data's own default, 30 min, is shorter than one batch of a slow stage, such as a "
+        "local language model extracting on CPU; the progress bar shows that work goes on).",
+    )
 
 
 class Settings(BaseSettings):

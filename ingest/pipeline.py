@@ -153,11 +153,13 @@ def _start_services(settings: Settings, collection: str, console: Console) -> di
     return existing
 
 
-def _quiet_ray_data() -> None:
-    """Keep Ray Data's own output off the console: our progress bar counts documents."""
+def _configure_ray_data(settings: Settings) -> None:
+    """Keep Ray Data's own output off the console (our progress bar counts documents), and
+    give a stalled pipeline `ingest.stall_timeout_s`."""
     from ray.data import DataContext
 
     ctx = DataContext.get_current()
+    ctx.execution_no_progress_timeout_s = settings.ingest.stall_timeout_s or -1
     ctx.enable_progress_bars = False  # our own progress bar counts documents, not blocks
     ctx.verbose_progress = False
     # Ray Data's plan, per-dataset lines and warnings (e.g. "Progress bars disabled", which we
@@ -330,7 +332,7 @@ def run_ingest(
     started = time.monotonic()
     source = _plan_source(settings, paths, beir=beir, corpus_index=corpus_index, summary=summary)
     existing = _start_services(settings, collection, console)
-    _quiet_ray_data()
+    _configure_ray_data(settings)
     run = _Run(settings, plan_resources(settings, cluster_nodes()), existing, collection)
     pools = _fused_pools(run) if resolve_layout(settings) == "fused" else _staged_pools(run)
     ds = _through_pools(_read_documents(settings, source, run.res), pools)

@@ -84,6 +84,22 @@ class TestLayout:
         assert resolve_layout(Settings(ingest={"layout": "fused", "actor_gpus": 1})) == "fused"
 
 
+def test_a_slow_stage_is_not_a_stall_unless_a_limit_is_set() -> None:
+    from ray.data import DataContext
+
+    from rayweave.ingest.pipeline import _configure_ray_data
+
+    ctx = DataContext.get_current()
+    before = ctx.execution_no_progress_timeout_s
+    try:
+        _configure_ray_data(Settings())
+        assert ctx.execution_no_progress_timeout_s == -1  # Ray Data's "never"
+        _configure_ray_data(Settings(ingest={"stall_timeout_s": 600}))
+        assert ctx.execution_no_progress_timeout_s == 600
+    finally:
+        ctx.execution_no_progress_timeout_s = before
+
+
 class TestDiscover:
     def test_summary_reports_what_ignore_files_left_out(self, tmp_path: Path) -> None:
         root = _small_corpus(tmp_path)
