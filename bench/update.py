@@ -5,7 +5,8 @@ the namespace's entities), brings a projection up to date, deletes the document 
 projection up to date again: once with `graph.maintenance = "incremental"` (diff writes, name
 index, change-log deltas) and once with `"full"` (every row rewritten, every name re-encoded,
 whole projection reloads), in the same run so that machine load moves both alike; an untimed
-upkeep first builds the name index if the namespace has none. It ends with
+upkeep first builds the name index and the layer snapshot if the namespace has none (the state
+every upkeep after a namespace's first leaves). It ends with
 the full rebuild, its time and the driver's peak memory, both ways: in the driver (the full
 pass) and as `rayweave graph rebuild`'s Ray job over shares. The namespace is left as it was: the
 graph after the delete equals a fresh ingest of what remains.
@@ -126,7 +127,7 @@ def _measure(settings: Settings, collection: str, con: Console) -> UpdateRow:
     from rayweave.graph.store import open_graph_store
     from rayweave.ingest.pipeline import finalize
 
-    finalize(settings, collection)  # the name index exists before anything is timed
+    finalize(settings, collection)  # name index and layer snapshot exist before any timing
     graph = open_graph_store(settings, namespace=collection)
     try:
         text = _sample_text(graph)
