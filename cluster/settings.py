@@ -386,7 +386,7 @@ class GraphSettings(_Group):
     layer_snapshots: bool = Field(
         default=True,
         description="Keep the edges each incremental upkeep synced in '<home>/graph/layers/' "
-        "(about 150 bytes an edge), so the next one reads back from the store only the edges "
+        "(about 120 bytes an edge), so the next one reads back from the store only the edges "
         "of nodes written since, not the whole layer. A cache, checked against the store's "
         "change log: a stale or foreign file is ignored. Off: every upkeep reads the layer.",
     )
