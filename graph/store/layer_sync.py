@@ -24,7 +24,7 @@ _BOOKKEEPING = frozenset({"run"})
 
 EdgeKey = tuple[str, str, str, str, str]  # (type, start label, end label, start key, end key)
 LayerView = dict[EdgeKey, dict[str, Any]]  # the stored properties of each synced edge
-_SYNCED_STARTS = (*CHUNK_LABELS, NodeLabel.ENTITY)  # edges from documents are written whole
+_SYNCED_STARTS = (*CHUNK_LABELS, NodeLabel.ENTITY)  # the rule-made layer starts at these
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,7 +115,8 @@ class GraphLayerSync(GraphWrites, StoreConnection):
         self, sources: Iterable[EdgeSource], *, touching: Iterable[str] | None = None
     ) -> LayerView:
         """The stored edges of `sources` that `sync_edges` keeps equal to a pass's rows (those
-        from chunks and entities); `touching`: only those with an end among these node keys."""
+        from chunks, documents and entities); `touching`: only those with an end among these
+        node keys."""
         params: dict[str, Any] = {
             "sources": sorted(s.value for s in sources),
             "starts": [label.value for label in _SYNCED_STARTS],

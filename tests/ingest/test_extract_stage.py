@@ -19,7 +19,7 @@ from rayweave.graph.schema import EdgeSource
 from rayweave.graph.store import open_graph_store
 from rayweave.ingest.pipeline import run_ingest
 from rayweave.serve.local import LocalSearch
-from rayweave.serve.schemas import Profile, SearchRequest
+from rayweave.serve.schemas import Profile, SearchRequest, SearchResponse
 from tests.graph.openai_double import (
     OpenAIDouble,
     Reply,
@@ -72,6 +72,20 @@ def extracting(settings: Settings, double: OpenAIDouble) -> Settings:
     return settings.model_copy(update={"graph": graph})
 
 
+def search(
+    settings: Settings, collection: str, query: str, *, statements: bool = False
+) -> SearchResponse:
+    """The graph profile's top 3 through the local service."""
+    local = LocalSearch(settings, collection=collection)
+    try:
+        request = SearchRequest(
+            query=query, top_k=3, profile=Profile.GRAPH, include_statements=statements
+        )
+        return asyncio.run(local.service.search(request))
+    finally:
+        local.close()
+
+
 def test_extraction_at_ingest_is_cached_stored_and_seeds_the_walk(
     ray_stack: Settings, graph_connection: object, tmp_path: Path, openai_double: OpenAIDouble
 ) -> None:
@@ -115,16 +129,7 @@ def test_extraction_at_ingest_is_cached_stored_and_seeds_the_walk(
     assert fresh.extraction.cached == 2
     assert openai_double.count() == calls + 1  # only the failed passage is asked again
 
-    local = LocalSearch(settings, collection=collection)
-    try:
-        request = SearchRequest(
-            query="Where was the designer of the Analytical Engine born?",
-            top_k=3,
-            profile=Profile.GRAPH,
-        )
-        response = asyncio.run(local.service.search(request))
-    finally:
-        local.close()
+    response = search(settings, collection, "Where was the designer of the Analytical Engine born?")
     results = response.results
     assert any("Walworth" in r.text for r in results[:2]), [r.text[:60] for r in results]
     assert any("graph-facts" in r.retrievers for r in results)
@@ -167,17 +172,7 @@ def test_topics_travel_from_the_model_to_the_statement_groups(
         "Walworth is a district of Southwark": "Southwark",
     }
 
-    local = LocalSearch(settings, collection=collection)
-    try:
-        request = SearchRequest(
-            query="Where was Charles Babbage born?",
-            top_k=3,
-            profile=Profile.GRAPH,
-            include_statements=True,
-        )
-        response = asyncio.run(local.service.search(request))
-    finally:
-        local.close()
+    response = search(settings, collection, "Where was Charles Babbage born?", statements=True)
     assert response.statements is not None
     grouped = {g.topic: g.statements for g in response.statements}
     assert "Charles Babbage was born in Walworth" in grouped.get("Babbage's birth", []), grouped
