@@ -134,15 +134,14 @@ class GraphLayerSync(GraphWrites, StoreConnection):
             params["keys"] = sorted(set(touching))
             rows = []
             # Each end is found by its key first (ArcadeDB scans every edge for an end matched
-            # in the pattern), under each label: a key names one node, so misses cost a lookup.
-            for label in NodeLabel:
-                for pattern in (
-                    f"(a:{label.value} {{key: k}}) MATCH (a)-[r]->(b)",
-                    f"(b:{label.value} {{key: k}}) MATCH (a)-[r]->(b)",
-                ):
-                    rows += self.read(
-                        f"UNWIND $keys AS k MATCH {pattern} {where} {ret}", params, op="sync_edges"
-                    )
+            # in the pattern), under each label it can have: a start is one of the synced
+            # labels, an end any; a key names one node, so misses cost a lookup.
+            patterns = [f"(a:{s.value} {{key: k}}) MATCH (a)-[r]->(b)" for s in _SYNCED_STARTS]
+            patterns += [f"(b:{e.value} {{key: k}}) MATCH (a)-[r]->(b)" for e in NodeLabel]
+            for pattern in patterns:
+                rows += self.read(
+                    f"UNWIND $keys AS k MATCH {pattern} {where} {ret}", params, op="sync_edges"
+                )
         return {
             (r["t"], r["la"], r["lb"], r["s"], r["d"]): {
                 k: v for k, v in dict(r["p"]).items() if k not in _BOOKKEEPING
