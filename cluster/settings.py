@@ -442,6 +442,15 @@ class GraphSettings(_Group):
         "statement keeps its topic, and search results group facts under it. Off: HippoRAG's "
         "prompt as published, whose figures the fact walk rests on.",
     )
+    extractor_batch_size: int = Field(
+        default=16,
+        ge=1,
+        le=1024,
+        description="Chunks a 'local:' model decodes together in one generate call: a step of a "
+        "small model costs about the same for one sequence as for dozens on a GPU, and batching "
+        "turns the CPU's matrix-vector steps into matrix products. Lower it if a long batch runs "
+        "out of GPU memory.",
+    )
     extractor_actors: int = Field(
         default=1,
         ge=1,

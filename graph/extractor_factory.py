@@ -73,6 +73,7 @@ def build_graph_extractor(settings: Settings) -> GraphExtractor | None:
         plan=run_options(settings.models).plan,
         response_format="json" if settings.graph.extractor_json else "text",
         topics=settings.graph.extractor_topics,
+        batch_size=settings.graph.extractor_batch_size,
     )
 
 

@@ -1,7 +1,8 @@
 """A `GraphExtractor` over a chat model: HippoRAG's named entities, then OpenIE triples.
 
 Each text costs two calls (`graph.extraction_prompts`); an endpoint gets up to `concurrency` texts
-in flight from a thread pool, a local model one at a time (it serialises generation anyway).
+in flight from a thread pool, a local model the whole batch at once, decoded `batch_size`
+conversations per `generate` call (`models.llm.LocalCausalLM.complete_many`).
 Whatever goes wrong with one text (the endpoint's errors after its retries, a timeout, an empty
 or unreadable answer) becomes that text's `Extraction(error=...)` naming the step and the cause,
 so an ingest counts it and goes on. `build_extractor` turns the `graph.extractor` setting into
@@ -36,6 +37,7 @@ from rayweave.graph.extraction_prompts import (
 from rayweave.graph.names import entity_id, normalize_name
 from rayweave.models.llm import (
     OPENAI_PREFIX,
+    BatchChatModel,
     Completion,
     Messages,
     ResponseFormat,
@@ -93,6 +95,15 @@ class ExtractionStats:
 
 class _StepFailed(Exception):
     """Internal: one step of one text failed; the message becomes `Extraction.error`."""
+
+
+def _call_failure(step: Step, exc: Exception) -> str:
+    """The failed texts' message for a model call that raised. Any error of the model's own (a
+    CUDA OOM, a client library's) fails the texts of that call only."""
+    if isinstance(exc, ModelError):
+        return f"{step} step: model call failed: {exc}"
+    log.warning("LLM extraction %s step raised", step, exc_info=exc)
+    return f"{step} step: model call raised {type(exc).__name__}: {exc}"
 
 
 def parse_extractor_spec(spec: str) -> tuple[ExtractorKind, str]:
@@ -201,7 +212,9 @@ class LLMExtractor:
         """One `Extraction` per text, in order; never raises for a text's failure."""
         start = time.perf_counter()
         workers = min(self.concurrency, len(texts))
-        if workers <= 1:
+        if isinstance(self.chat, BatchChatModel):
+            results = self._extract_batched(self.chat, texts)
+        elif workers <= 1:
             results = [self.extract_one(t) for t in texts]
         else:
             with ThreadPoolExecutor(workers, thread_name_prefix="llm-extract") as pool:
@@ -227,6 +240,82 @@ class LLMExtractor:
             )
         except _StepFailed as exc:
             return Extraction(error=str(exc)), sum(tally, ExtractionStats(texts=1, failures=1))
+        return self._assembled(entities, triples, tally)
+
+    def _extract_batched(
+        self, chat: BatchChatModel, texts: Sequence[str]
+    ) -> list[tuple[Extraction, ExtractionStats]]:
+        """`extract_one` for every text, each step one `complete_many` over the texts still
+        going: the entity step for all, then the triple step for those whose entities came."""
+        tallies: list[list[ExtractionStats]] = [[] for _ in texts]
+        failed: dict[int, str] = {}
+        live = [i for i, text in enumerate(texts) if text.strip()]
+        entities = self._batch_step(
+            chat,
+            "entities",
+            {i: entity_messages(texts[i]) for i in live},
+            parse_entities,
+            tallies,
+            failed,
+        )
+        triples = self._batch_step(
+            chat,
+            "triples",
+            {
+                i: triple_messages(texts[i], named.names, topics=self.topics)
+                for i, named in entities.items()
+            },
+            parse_triples,
+            tallies,
+            failed,
+        )
+        results: list[tuple[Extraction, ExtractionStats]] = []
+        for i in range(len(texts)):
+            if i in failed:
+                failure = ExtractionStats(texts=1, failures=1)
+                results.append((Extraction(error=failed[i]), sum(tallies[i], failure)))
+            elif i in triples:
+                results.append(self._assembled(entities[i], triples[i], tallies[i]))
+            else:
+                results.append((Extraction(), ExtractionStats(texts=1)))
+        return results
+
+    def _batch_step(
+        self,
+        chat: BatchChatModel,
+        step: Step,
+        conversations: dict[int, Messages],
+        parse: Callable[[str, ParseLimits], _T],
+        tallies: list[list[ExtractionStats]],
+        failed: dict[int, str],
+    ) -> dict[int, _T]:
+        """One step for many texts (keyed by their index); a failed call fails every text in it."""
+        if not conversations:
+            return {}
+        keys = list(conversations)
+        try:
+            completions = chat.complete_many(
+                [conversations[i] for i in keys],
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+            )
+        except Exception as exc:  # noqa: BLE001  (any model error fails this call's texts only)
+            message = _call_failure(step, exc)
+            for i in keys:
+                tallies[i].append(ExtractionStats(calls=1, failed_calls=1))
+                failed[i] = message
+            return {}
+        parsed: dict[int, _T] = {}
+        for i, completion in zip(keys, completions, strict=True):
+            try:
+                parsed[i] = self._parsed(step, completion, parse, tallies[i])
+            except _StepFailed as exc:
+                failed[i] = str(exc)
+        return parsed
+
+    def _assembled(
+        self, entities: ParsedEntities, triples: ParsedTriples, tally: list[ExtractionStats]
+    ) -> tuple[Extraction, ExtractionStats]:
         extraction, unnamed = extraction_of(entities, triples, confidence=self.confidence)
         dropped = ExtractionStats(texts=1, dropped_triples=triples.dropped + unnamed)
         return extraction, sum(tally, dropped)
@@ -241,16 +330,20 @@ class LLMExtractor:
         """One call and its parse; failures raise `_StepFailed` naming the step and the cause."""
         try:
             completion = self._complete(messages)
-        except ModelError as exc:
-            tally.append(ExtractionStats(calls=1, failed_calls=1))
-            raise _StepFailed(f"{step} step: model call failed: {exc}") from exc
-        # Any other error of the model's own (a CUDA OOM, a client library's) fails this text only.
         except Exception as exc:
-            log.warning("LLM extraction %s step raised", step, exc_info=True)
             tally.append(ExtractionStats(calls=1, failed_calls=1))
-            raise _StepFailed(
-                f"{step} step: model call raised {type(exc).__name__}: {exc}"
-            ) from exc
+            raise _StepFailed(_call_failure(step, exc)) from exc
+        return self._parsed(step, completion, parse, tally)
+
+    def _parsed(
+        self,
+        step: Step,
+        completion: Completion,
+        parse: Callable[[str, ParseLimits], _T],
+        tally: list[ExtractionStats],
+    ) -> _T:
+        """Count one answered call and read it; an empty or unreadable answer raises
+        `_StepFailed`."""
         reported = completion.prompt_tokens is not None or completion.completion_tokens is not None
         tally.append(
             ExtractionStats(
@@ -298,12 +391,13 @@ def build_extractor(
     plan: ExecutionPlan | None = None,
     response_format: ResponseFormat = "text",
     topics: bool = False,
+    batch_size: int = 1,
 ) -> LLMExtractor:
     """The language-model extractor `spec` (`graph.extractor`) names. `openai:` gets an
     `OpenAIChatModel` with `concurrency` requests in flight; `local:` loads the causal LM once,
-    on `plan` (None: the GPU in fp16 when present, else the CPU in fp32), and runs one text at a
-    time; `topics`: triples grouped by topic. `file:` and `rules` raise `ConfigError`: they need
-    no model and the caller builds them.
+    on `plan` (None: the GPU in fp16 when present, else the CPU in fp32), and decodes `batch_size`
+    texts per step together; `topics`: triples grouped by topic. `file:` and `rules` raise
+    `ConfigError`: they need no model and the caller builds them.
     """
     from rayweave.models.llm import OpenAIChatModel, load_local_causal_lm
 
@@ -330,7 +424,7 @@ def build_extractor(
 
             plan = plan_execution(device="auto", precision="fp16")
         return LLMExtractor(
-            load_local_causal_lm(target, plan),
+            load_local_causal_lm(target, plan, batch_size=batch_size),
             concurrency=1,
             max_tokens=max_tokens,
             response_format=response_format,

@@ -59,6 +59,20 @@ class UsageChatModel(Protocol):
     ) -> Completion: ...
 
 
+@runtime_checkable
+class BatchChatModel(Protocol):
+    """A chat model that answers many conversations in one pass (a local model on a GPU decodes a
+    batch in about the time of one answer)."""
+
+    def complete_many(
+        self,
+        conversations: Sequence[Messages],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+    ) -> list[Completion]: ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OpenAIEndpoint:
     base_url: str
@@ -226,27 +240,38 @@ class LocalCausalLM:
 
     Tokenising and generating are serialised with a lock: neither the Rust tokenizer nor one model
     object is safe to drive from several threads at once, and on CPU parallel calls would only
-    split the same cores.
+    split the same cores. `complete_many` decodes up to `batch_size` conversations per `generate`
+    call instead: a step of a small model costs about the same for one sequence as for dozens,
+    so on a GPU the batch is nearly free.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, *, name: str, device: str = "cpu") -> None:
+    def __init__(
+        self, model: Any, tokenizer: Any, *, name: str, device: str = "cpu", batch_size: int = 1
+    ) -> None:
+        if batch_size < 1:
+            raise ConfigError(f"local LLM batch size must be at least 1, got {batch_size}")
+        if tokenizer.pad_token_id is None and tokenizer.eos_token is not None:
+            # Batches are padded; a tokenizer read from a GGUF file may name no pad token.
+            tokenizer.pad_token = tokenizer.eos_token
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.name = name
         self.device = torch.device(device)
+        self.batch_size = batch_size
         self.lock = threading.Lock()
 
-    def _inputs(self, messages: list[dict[str, str]]) -> dict[str, torch.Tensor]:
+    def _prompt(self, messages: list[dict[str, str]]) -> str:
         if getattr(self.tokenizer, "chat_template", None):
-            enc = self.tokenizer.apply_chat_template(
-                messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+            return str(
+                self.tokenizer.apply_chat_template(
+                    messages, add_generation_prompt=True, tokenize=False
+                )
             )
-        else:
-            prompt = "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:"
-            enc = self.tokenizer(prompt, return_tensors="pt")
-        return {
-            k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")
-        }
+        return "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:"
+
+    def _pad_id(self) -> int:
+        pad = self.tokenizer.pad_token_id
+        return int(pad if pad is not None else self.tokenizer.eos_token_id)
 
     def complete(
         self,
@@ -273,28 +298,77 @@ class LocalCausalLM:
     ) -> Completion:
         """`response_format` is accepted for a common signature and ignored: plain generation
         cannot be held to JSON, so callers parse tolerantly."""
-        checked = check_messages(messages)
-        pad = self.tokenizer.pad_token_id
-        if pad is None:
-            pad = self.tokenizer.eos_token_id
+        return self._generate([check_messages(messages)], max_tokens, temperature)[0]
+
+    def complete_many(
+        self,
+        conversations: Sequence[Messages],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+    ) -> list[Completion]:
+        """One completion per conversation, in order, `batch_size` per `generate` call. Batches
+        are cut from the conversations sorted by prompt length, so little of a batch is padding."""
+        checked = [check_messages(m) for m in conversations]
+        order = sorted(range(len(checked)), key=lambda i: len(self._prompt(checked[i])))
+        answers: dict[int, Completion] = {}
+        for start in range(0, len(order), self.batch_size):
+            part = order[start : start + self.batch_size]
+            completions = self._generate([checked[i] for i in part], max_tokens, temperature)
+            answers.update(zip(part, completions, strict=True))
+        return [answers[i] for i in range(len(checked))]
+
+    def _generate(
+        self, batch: list[list[dict[str, str]]], max_tokens: int, temperature: float
+    ) -> list[Completion]:
+        """Left-padded so every prompt ends where generation starts; each answer ends at its
+        first end-of-sequence (a finished row is padded while the others go on)."""
+        pad = self._pad_id()
         sampling: dict[str, Any] = (
             {"do_sample": True, "temperature": temperature}
             if temperature > 0
             else {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
         )
+        stops = {pad, *_eos_ids(self.model, self.tokenizer)}
         with self.lock, torch.inference_mode():
-            inputs = self._inputs(checked)
+            side = self.tokenizer.padding_side
+            self.tokenizer.padding_side = "left"
+            try:
+                enc = self.tokenizer(
+                    [self._prompt(m) for m in batch],
+                    return_tensors="pt",
+                    padding=True,
+                    # A chat template writes its own special tokens; a bare prompt gets the usual.
+                    add_special_tokens=not getattr(self.tokenizer, "chat_template", None),
+                )
+            finally:
+                self.tokenizer.padding_side = side
+            inputs = {k: enc[k].to(self.device) for k in ("input_ids", "attention_mask")}
             output = self.model.generate(
                 **inputs, max_new_tokens=max_tokens, pad_token_id=pad, **sampling
             )
-            prompt_tokens = int(inputs["input_ids"].shape[1])
-            new_tokens = output[0, prompt_tokens:]
-            text = self.tokenizer.decode(new_tokens, skip_special_tokens=True)
-        return Completion(
-            text=str(text).strip(),
-            prompt_tokens=prompt_tokens,
-            completion_tokens=int(new_tokens.shape[0]),
-        )
+            width = int(inputs["input_ids"].shape[1])
+            prompt_lengths = inputs["attention_mask"].sum(dim=1).tolist()
+            completions = []
+            for row, prompt_tokens in zip(output[:, width:].tolist(), prompt_lengths, strict=True):
+                used = next((i + 1 for i, t in enumerate(row) if t in stops), len(row))
+                text = self.tokenizer.decode(row[:used], skip_special_tokens=True)
+                completions.append(
+                    Completion(
+                        text=str(text).strip(),
+                        prompt_tokens=int(prompt_tokens),
+                        completion_tokens=used,
+                    )
+                )
+        return completions
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
+    """Every id that ends an answer: the generation config may list several."""
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids = configured if isinstance(configured, list) else [configured]
+    ids.append(tokenizer.eos_token_id)
+    return {int(i) for i in ids if i is not None}
 
 
 def _gguf_location(path: Path) -> tuple[Path, str | None]:
@@ -309,10 +383,11 @@ def _gguf_location(path: Path) -> tuple[Path, str | None]:
     return path, None
 
 
-def load_local_causal_lm(ref: str, plan: ExecutionPlan) -> LocalCausalLM:
+def load_local_causal_lm(ref: str, plan: ExecutionPlan, *, batch_size: int = 1) -> LocalCausalLM:
     """Load a causal LM: GGUF files de-quantised by transformers (needs `gguf` and `accelerate`),
     or a regular checkpoint. fp16/bf16 on GPU; on CPU fp32 (or bf16 when asked): dynamic int8
-    would change what a generative model says, so it is not applied here."""
+    would change what a generative model says, so it is not applied here. `batch_size`:
+    conversations per `generate` call in `complete_many`."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     resolved = resolve_model(ref)
@@ -333,4 +408,6 @@ def load_local_causal_lm(ref: str, plan: ExecutionPlan) -> LocalCausalLM:
         raise ModelError(f"cannot load causal LM {ref!r}: {exc}") from exc
     log.info("local LLM %s (%s, %s)", ref, plan.device, dtype)
     device_model = model.to(plan.device)  # type: ignore[arg-type]  # transformers' decorated `to`
-    return LocalCausalLM(device_model, tokenizer, name=ref, device=plan.device)
+    return LocalCausalLM(
+        device_model, tokenizer, name=ref, device=plan.device, batch_size=batch_size
+    )

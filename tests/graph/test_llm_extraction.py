@@ -253,6 +253,82 @@ class TestFailuresAreValues:
         assert (ext.stats.calls, ext.stats.failed_calls, ext.stats.usage_calls) == (3, 1, 0)
 
 
+class BatchingChat:
+    """A chat model with `complete_many` over the real HTTP double: what the extractor's batch
+    path asks, one list per step, answered as one request each would be."""
+
+    def __init__(self, chat: OpenAIChatModel, *, fail_step: str | None = None) -> None:
+        self.chat = chat
+        self.fail_step = fail_step
+        self.batches: list[int] = []
+
+    def complete(
+        self, messages: Messages, *, max_tokens: int = 256, temperature: float = 0.0
+    ) -> str:
+        raise AssertionError("a batching model is asked through complete_many")
+
+    def complete_many(
+        self, conversations: Sequence[Messages], *, max_tokens: int = 256, temperature: float = 0.0
+    ) -> list[Completion]:
+        self.batches.append(len(conversations))
+        step = "triples" if "triples" in conversations[0][0]["content"] else "entities"
+        if step == self.fail_step:
+            raise RuntimeError("CUDA out of memory")
+        return [
+            self.chat.complete_with_usage(m, max_tokens=max_tokens, temperature=temperature)
+            for m in conversations
+        ]
+
+
+class TestBatches:
+    TEXTS = (ALPHA, "  ", "Bravo text", "Echo text", "Golf runs Hotel on India.")
+
+    def script(self, double: OpenAIDouble) -> None:
+        double.on("Alpha:", entities=["Ray"], triples=[["Ray", "runs on", "Kubernetes"]])
+        double.on("Bravo", entities=Reply(content="The entities are Bravo and Zulu."))
+        double.on("Echo", entities=["Echo"], triples=Reply(content='{"triples": oops'))
+
+    def test_two_calls_give_what_one_text_at_a_time_gives(
+        self, openai_double: OpenAIDouble
+    ) -> None:
+        self.script(openai_double)
+        one_by_one = extractor(openai_double, concurrency=1)
+        expected = one_by_one.extract(self.TEXTS)
+        chat = BatchingChat(one_by_one.chat)  # type: ignore[arg-type]
+        batched = LLMExtractor(chat, max_tokens=one_by_one.max_tokens)
+        assert batched.extract(self.TEXTS) == expected
+        # The entity step for the four texts with words, the triples for the three that parsed.
+        assert chat.batches == [4, 3]
+        assert expected[0].statements == (
+            Statement(subject="Ray", predicate="runs on", object="Kubernetes"),
+        )
+        assert expected[1] == Extraction()
+        assert str(expected[2].error).startswith("entities step")
+        assert str(expected[3].error).startswith("triples step")
+        assert expected[4].error is None
+        assert len(expected[4].statements) == 2
+        counts = [(s.texts, s.failures, s.calls, s.prompt_tokens) for s in (one_by_one.stats,)]
+        got = batched.stats
+        assert [(got.texts, got.failures, got.calls, got.prompt_tokens)] == counts
+        assert got.dropped_triples == one_by_one.stats.dropped_triples
+
+    def test_a_failed_batch_fails_its_texts_only(self, openai_double: OpenAIDouble) -> None:
+        self.script(openai_double)
+        chat = BatchingChat(extractor(openai_double).chat, fail_step="triples")  # type: ignore[arg-type]
+        ext = LLMExtractor(chat)
+        results = ext.extract(self.TEXTS)
+        raised = "triples step: model call raised RuntimeError: CUDA out of memory"
+        assert [r.error for r in results] == [
+            raised,
+            None,
+            results[2].error,  # its entity step failed first, as before
+            raised,
+            raised,
+        ]
+        assert str(results[2].error).startswith("entities step")
+        assert (ext.stats.texts, ext.stats.failures, ext.stats.failed_calls) == (5, 4, 3)
+
+
 class TestConcurrency:
     def test_bounded_and_ordered(self, openai_double: OpenAIDouble) -> None:
         names = ["Mike", "November", "Oscar", "Papa", "Quebec", "Romeo"]

@@ -14,6 +14,7 @@ import pytest
 
 from rayweave.cluster.errors import ConfigError, ModelError
 from rayweave.models.llm import (
+    BatchChatModel,
     LocalCausalLM,
     OpenAIChatModel,
     check_messages,
@@ -142,6 +143,45 @@ class TestLocalCausalLM:
         # Greedy decoding is deterministic.
         assert chat.complete(MESSAGES, max_tokens=5) == out
         assert isinstance(chat.complete(MESSAGES, max_tokens=3, temperature=0.7), str)
+
+    def test_batches_answer_as_one_at_a_time(self, tiny_causal_lm_dir: Path) -> None:
+        """Left padding and the attention mask keep a batched answer the same as a lone one;
+        batches are cut by length and put back in order; each answer stops at its own end."""
+        plan = plan_execution(device="cpu", precision="fp32")
+        chat = load_local_causal_lm(str(tiny_causal_lm_dir), plan, batch_size=2)
+        assert isinstance(chat, BatchChatModel)
+        conversations = [
+            [{"role": "user", "content": text}]
+            for text in (
+                "a much longer question about ray serve deployments and their replicas",
+                "short",
+                "a question of middling length",
+            )
+        ]
+        lone = [chat.complete_with_usage(m, max_tokens=6) for m in conversations]
+        assert chat.complete_many(conversations, max_tokens=6) == lone
+        assert len({c.prompt_tokens for c in lone}) == 3
+        assert all(c.completion_tokens is not None and 1 <= c.completion_tokens <= 6 for c in lone)
+        with pytest.raises(ConfigError, match="batch size"):
+            load_local_causal_lm(str(tiny_causal_lm_dir), plan, batch_size=0)
+
+    def test_a_tokenizer_without_pad_token_pads_with_its_end(
+        self, tiny_causal_lm_dir: Path
+    ) -> None:
+        """GGUF tokenizers may name no pad token (transformers 5.17 reads SmolLM2's so): a batch
+        then pads with the end-of-sequence token instead of failing every text."""
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(tiny_causal_lm_dir)
+        tokenizer.eos_token = tokenizer.sep_token
+        tokenizer.pad_token = None
+        assert tokenizer.pad_token_id is None
+        model = AutoModelForCausalLM.from_pretrained(tiny_causal_lm_dir)
+        chat = LocalCausalLM(model, tokenizer, name="tiny", batch_size=2)
+        assert tokenizer.pad_token_id == tokenizer.sep_token_id
+        answers = chat.complete_many([MESSAGES, [{"role": "user", "content": "hi"}]], max_tokens=3)
+        assert len(answers) == 2
+        assert all(a.completion_tokens is not None for a in answers)
 
     def test_missing_model(self, tmp_path: Path) -> None:
         with pytest.raises(ModelError):
