@@ -82,6 +82,15 @@ class RetrievalSettings(_Group):
         "or a file of its extractions, and fuses for the spaCy 'rules' (on both dev sets their "
         "facts are too loose to rank by: docs/graph-retrieval.md).",
     )
+    fact_walk_min_facts: float = Field(
+        default=1.0,
+        ge=0,
+        description="An 'auto' fact_ranking ranks by the walk only while the namespace holds at "
+        "least this many distinct facts per section chunk; below it the walk votes in fusion. "
+        "A model that answers few chunks leaves most passages reachable only through the walk's "
+        "small restart share: the packaged SmolLM2-135M gave 0.27 facts per section on a "
+        "hotpotqa-dev subset, and ranking by that walk fell below dense. 0: always walk.",
+    )
     candidates: int = Field(default=50, ge=1, description="Candidates per retriever before fusion.")
     hierarchical: bool = Field(
         default=False, description="Default for documents -> sections -> propositions narrowing."

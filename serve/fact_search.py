@@ -21,6 +21,7 @@ from rayweave.cluster.errors import NotFoundError
 from rayweave.cluster.settings import Settings
 from rayweave.cluster.types import Hit, Level
 from rayweave.cluster.vectors.store import ScoredPoint, VectorQuery, VectorStore
+from rayweave.serve.fusion import SPARSE_FACTS
 
 if TYPE_CHECKING:
     from rayweave.graph.store import GraphStore
@@ -30,9 +31,11 @@ log = logging.getLogger(__name__)
 RECHECK_S = 30.0
 
 
-def fact_hit(point: ScoredPoint) -> Hit:
-    """A fact as a hit of the `facts` list: its text, and what the walk seeds from."""
+def fact_hit(point: ScoredPoint, *, sparse: bool = False) -> Hit:
+    """A fact as a hit of the `facts` list: its text, what the walk seeds from, and whether the
+    namespace's facts are too sparse to rank by (`SPARSE_FACTS`)."""
     p = point.payload
+    marks: dict[str, object] = {SPARSE_FACTS: True} if sparse else {}
     return Hit(
         id=point.id,
         doc_id="",
@@ -45,12 +48,15 @@ def fact_hit(point: ScoredPoint) -> Hit:
             "object": str(p.get("object", "")),
             "chunk_ids": list(p.get("chunk_ids") or ()),
             "topic": p.get("topic"),
+            **marks,
         },
     )
 
 
 class FactSearch:
-    """Top-k facts by dense similarity, or none while the namespace has no facts."""
+    """Top-k facts by dense similarity, or none while the namespace has no facts. With `sections`
+    (the namespace's section count) and `min_per_section`, each check also decides whether the
+    facts are sparse: fewer distinct facts than `min_per_section` per section marks every hit."""
 
     def __init__(
         self,
@@ -59,13 +65,18 @@ class FactSearch:
         *,
         top_k: int,
         recheck_s: float = RECHECK_S,
+        sections: Callable[[], int] | None = None,
+        min_per_section: float = 0.0,
     ) -> None:
         self._open_store = open_store
         self._has_facts = has_facts
+        self._sections = sections
+        self.min_per_section = min_per_section
         self.top_k = top_k
         self.recheck_s = recheck_s
         self._store: VectorStore | None = None
         self._present = False
+        self._sparse = False
         self._checked = -float("inf")
         self._refreshing = False
         self._lock = threading.Lock()
@@ -78,10 +89,13 @@ class FactSearch:
         from rayweave.cluster.vectors.service import vector_store_for
         from rayweave.graph.facts import facts_collection
 
+        check = _ExtractionCheck(settings, collection)
         search = cls(
             lambda: vector_store_for(settings, facts_collection(collection)),
-            _ExtractionCheck(settings, collection),
+            check,
             top_k=settings.graph.fact_top_k,
+            sections=check.sections,
+            min_per_section=settings.serve.retrieval.fact_walk_min_facts,
         )
         search.refresh()  # at start-up, so the first query already has fact seeds
         return search
@@ -94,6 +108,8 @@ class FactSearch:
             present = self._has_facts()
             if present and self._store is None:
                 self._store = self._open_store()
+            if present and self._store is not None:
+                self._sparse = self._too_sparse(self._store)
             self._present = present
         except Exception as exc:  # noqa: BLE001 - the last known state stands, logged
             state = "on" if self._present else "off"
@@ -101,6 +117,15 @@ class FactSearch:
         finally:
             self._checked = time.monotonic()
             self._refreshing = False
+
+    def _too_sparse(self, store: VectorStore) -> bool:
+        if self._sections is None or self.min_per_section <= 0:
+            return False
+        try:
+            facts = store.count()
+        except NotFoundError:  # extractions stored, facts not synced yet (mid-ingest)
+            return self._sparse
+        return facts < self.min_per_section * self._sections()
 
     def _store_if_present(self) -> VectorStore | None:
         """The facts store per the last check; a due check runs in the background."""
@@ -122,7 +147,7 @@ class FactSearch:
         except Exception as exc:  # noqa: BLE001 - the walk runs without fact seeds, logged
             log.warning("fact search failed (%s): the walk runs without fact seeds", exc)
             return []
-        return [fact_hit(p) for p in points]
+        return [fact_hit(p, sparse=self._sparse) for p in points]
 
     def close(self) -> None:
         if self._store is not None:
@@ -146,6 +171,10 @@ class _ExtractionCheck:
         if self._graph is None:
             self._graph = open_graph_store(self.settings, namespace=self.collection)
         return self._graph.has_extractions()
+
+    def sections(self) -> int:
+        """The namespace's section chunks (asked after `__call__`, on the same client)."""
+        return 0 if self._graph is None else self._graph.section_count()
 
     def close(self) -> None:
         if self._graph is not None:

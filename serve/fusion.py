@@ -288,6 +288,9 @@ VECTOR_LISTS = frozenset({"dense", "sparse", "hierarchical"})
 LINKS = "bridge-links"
 # The graph walk when facts seeded it (`serve/graph_retriever.py`); `fact_ranking` decides.
 FACT_WALK = "graph-facts"
+# Marks the facts (and the walk they seeded) of a namespace with fewer facts per section than
+# `serve.retrieval.fact_walk_min_facts` (`serve/fact_search.py`): an 'auto' ranking then fuses.
+SPARSE_FACTS = "sparse_facts"
 
 
 def walk_first(walk: Sequence[Hit], fused: Sequence[Hit]) -> list[Hit]:
@@ -403,11 +406,19 @@ class FusionRanker:
         self.link_promote = settings.link_promote
         self.link_depth = settings.link_depth
         self.fact_ranking = fact_ranking_for(settings.fact_ranking, extractor)
+        self.by_coverage = settings.fact_ranking == "auto"
+
+    def walk_ranks(self, walk: Sequence[Hit]) -> bool:
+        """Whether this fact-seeded walk is the ranking: 'walk', unless 'auto' chose it and the
+        namespace's facts are too sparse to reach most passages."""
+        if self.fact_ranking != "walk":
+            return False
+        return not (self.by_coverage and any(h.metadata.get(SPARSE_FACTS) for h in walk))
 
     async def fuse(self, lists: Mapping[str, Sequence[Hit]], plan: FusionPlan) -> list[Hit]:
         walk = lists.get(FACT_WALK)
         voting = {name: hits for name, hits in lists.items() if name not in (LINKS, FACT_WALK)}
-        if walk is not None and self.fact_ranking == "walk":
+        if walk is not None and self.walk_ranks(walk):
             fused = anchored_fusion(
                 voting, anchor_top=0, method=self.method, weights=plan.weights, k=self.k
             )

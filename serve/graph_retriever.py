@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from rayweave.cluster.settings import Settings
@@ -34,7 +35,7 @@ from rayweave.graph.walk import (
 )
 from rayweave.models.protocols import EntityExtractor
 from rayweave.serve.conversation import ConversationMessage
-from rayweave.serve.fusion import FACT_WALK, LINKS
+from rayweave.serve.fusion import FACT_WALK, LINKS, SPARSE_FACTS
 from rayweave.serve.search import RankedLists, RetrievalQuery
 from rayweave.serve.views import VIEW_ID
 
@@ -111,6 +112,8 @@ class GraphSearch:
         if query.facts and request.entity_share is not None:
             name = FACT_WALK
             hits = with_facts(hits, query.facts, projection)
+            if any(f.metadata.get(SPARSE_FACTS) for f in query.facts):
+                hits = [replace(h, metadata={**h.metadata, SPARSE_FACTS: True}) for h in hits]
         lists = {name: _marked(hits, name, projection)}
         if links:
             lists[LINKS] = _marked(links, LINKS, projection)
@@ -146,8 +149,6 @@ class GraphSearch:
 def _marked(hits: list[Hit], name: str, projection: GraphProjection) -> list[Hit]:
     """Graph hits name the list they came from, so fusion can weight and report them, and the
     unit they resolve to before fusion, as vector hits do (`serve/views.py`)."""
-    from dataclasses import replace
-
     views = projection.views()
     out = []
     for h in hits:
@@ -163,8 +164,6 @@ def with_facts(hits: list[Hit], facts: Sequence[Hit], projection: GraphProjectio
     """Each hit with the facts that led to it: those its document states, or naming an entity on
     the hit's path (the search page shows them under the passage), and the topics a model put
     them under (statement groups show facts by topic)."""
-    from dataclasses import replace
-
     from rayweave.graph.names import normalize_name
 
     by_entity: dict[str, list[str]] = {}

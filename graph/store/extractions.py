@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from rayweave.cluster.types import ContentType
 from rayweave.graph.extraction import Extraction, decode_extraction
 from rayweave.graph.schema import NodeLabel
 from rayweave.graph.store.connection import StoreConnection
@@ -40,6 +41,17 @@ class GraphExtractions(StoreConnection):
             op="has_extractions",
         )
         return bool(rows)
+
+    def section_count(self) -> int:
+        """This namespace's section chunks that an extractor reads (code keeps its parser's
+        symbols): what a fact walk must reach (`serve/fact_search.py`)."""
+        rows = self.read(
+            f"MATCH (c:{NodeLabel.SECTION.value} {{ns: $ns}}) "
+            "WHERE coalesce(c.content_type, 'text') <> $code RETURN count(c) AS n",
+            {"code": ContentType.CODE.value},
+            op="section_count",
+        )
+        return int(rows[0]["n"]) if rows else 0
 
     def cached_extractions(self, keys: Sequence[str]) -> dict[str, str]:
         """The cached JSON of each key present (`graph.extraction.extraction_key`)."""

@@ -14,6 +14,7 @@ from rayweave.cluster.vectors.store import VectorStore
 from rayweave.graph.extraction import Extraction, Statement
 from rayweave.graph.facts import collect_facts, facts_collection, sync_facts
 from rayweave.serve.fact_search import FactSearch
+from rayweave.serve.fusion import SPARSE_FACTS
 
 DIM = 8
 
@@ -82,3 +83,31 @@ def test_a_failing_check_keeps_the_last_answer_and_never_holds_a_query(tmp_path:
         assert len(search.search(encode(["Charles Babbage born in Walworth"])[0])) == 1
     assert time.perf_counter() - started < 1.5  # the hanging recheck ran in the background
     search.close()
+
+
+def test_fewer_facts_than_sections_mark_the_hits_sparse(tmp_path: Path) -> None:
+    """One fact in a namespace of three sections is below one per section: the hits say so, and
+    an 'auto' fusion then lets the walk vote instead of rank (`serve/fusion.py`)."""
+    store = facts_store(tmp_path)
+    query = encode(["Charles Babbage born in Walworth"])[0]
+    sections = {"n": 3}
+
+    def search(minimum: float) -> FactSearch:
+        found = FactSearch(
+            lambda: store,
+            lambda: True,
+            top_k=3,
+            sections=lambda: sections["n"],
+            min_per_section=minimum,
+        )
+        found.refresh()
+        return found
+
+    (hit,) = search(1.0).search(query)
+    assert hit.metadata[SPARSE_FACTS] is True
+    (hit,) = search(0.0).search(query)  # 0: never sparse
+    assert SPARSE_FACTS not in hit.metadata
+    sections["n"] = 1
+    (hit,) = search(1.0).search(query)
+    assert SPARSE_FACTS not in hit.metadata
+    store.close()

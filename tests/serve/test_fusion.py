@@ -11,6 +11,7 @@ from rayweave.cluster.types import GraphPath, Hit
 from rayweave.serve.fusion import (
     FACT_WALK,
     LINKS,
+    SPARSE_FACTS,
     FusionRanker,
     aggregate,
     anchored_fusion,
@@ -307,6 +308,17 @@ class TestFactWalk:
         ranker = FusionRanker(RetrievalSettings(fact_ranking="walk"))
         fused = asyncio.run(ranker.fuse(self.LISTS, self.plan()))
         assert [x.id for x in fused] == ["c", "z", "a", "b"]
+
+    def test_auto_fuses_a_walk_over_sparse_facts_and_walk_still_walks(self) -> None:
+        sparse = {
+            **self.LISTS,
+            FACT_WALK: [replace(x, metadata={SPARSE_FACTS: True}) for x in self.LISTS[FACT_WALK]],
+        }
+        auto = FusionRanker(RetrievalSettings(fact_ranking="auto"), extractor="file:x.json")
+        assert [x.id for x in asyncio.run(auto.fuse(self.LISTS, self.plan()))][:2] == ["c", "z"]
+        assert [x.id for x in asyncio.run(auto.fuse(sparse, self.plan()))][:2] == ["a", "c"]
+        forced = FusionRanker(RetrievalSettings(fact_ranking="walk"))
+        assert [x.id for x in asyncio.run(forced.fuse(sparse, self.plan()))][:2] == ["c", "z"]
 
     def test_the_walk_votes_as_graph_expand_when_fused(self) -> None:
         ranker = FusionRanker(RetrievalSettings(fact_ranking="fused"))

@@ -51,6 +51,7 @@ def test_extractions_kept_on_chunks_become_relations(graph_store: GraphStore) ->
         extractions={"s1": Extraction(statements=(FACT,)), "s2": Extraction(error="timeout")},
     )
     assert graph_store.has_extractions()
+    assert graph_store.section_count() == 2  # what a fact walk must reach
     assert set(graph_store.chunk_extractions()) == {"s1"}  # a failure is not kept
 
     rebuild_corpus_edges(graph_store)
@@ -72,6 +73,7 @@ def test_extractions_kept_on_chunks_become_relations(graph_store: GraphStore) ->
     index_batch(graph_store, [section("s1", "D", text)], documents=[document("D")])
     rebuild_corpus_edges(graph_store)
     assert not graph_store.has_extractions()
+    assert graph_store.section_count() == 1
     left = graph_store.read(
         "MATCH (:Entity {ns: $ns})-[r:RELATED_TO]->() WHERE r.source = $source "
         "RETURN count(r) AS n",
