@@ -298,7 +298,7 @@ class LocalCausalLM:
     ) -> Completion:
         """`response_format` is accepted for a common signature and ignored: plain generation
         cannot be held to JSON, so callers parse tolerantly."""
-        return self._generate([check_messages(messages)], max_tokens, temperature)[0]
+        return self._generate([self._prompt(check_messages(messages))], max_tokens, temperature)[0]
 
     def complete_many(
         self,
@@ -309,17 +309,17 @@ class LocalCausalLM:
     ) -> list[Completion]:
         """One completion per conversation, in order, `batch_size` per `generate` call. Batches
         are cut from the conversations sorted by prompt length, so little of a batch is padding."""
-        checked = [check_messages(m) for m in conversations]
-        order = sorted(range(len(checked)), key=lambda i: len(self._prompt(checked[i])))
+        prompts = [self._prompt(check_messages(m)) for m in conversations]
+        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         answers: dict[int, Completion] = {}
         for start in range(0, len(order), self.batch_size):
             part = order[start : start + self.batch_size]
-            completions = self._generate([checked[i] for i in part], max_tokens, temperature)
+            completions = self._generate([prompts[i] for i in part], max_tokens, temperature)
             answers.update(zip(part, completions, strict=True))
-        return [answers[i] for i in range(len(checked))]
+        return [answers[i] for i in range(len(prompts))]
 
     def _generate(
-        self, batch: list[list[dict[str, str]]], max_tokens: int, temperature: float
+        self, prompts: list[str], max_tokens: int, temperature: float
     ) -> list[Completion]:
         """Left-padded so every prompt ends where generation starts; each answer ends at its
         first end-of-sequence (a finished row is padded while the others go on)."""
@@ -335,7 +335,7 @@ class LocalCausalLM:
             self.tokenizer.padding_side = "left"
             try:
                 enc = self.tokenizer(
-                    [self._prompt(m) for m in batch],
+                    prompts,
                     return_tensors="pt",
                     padding=True,
                     # A chat template writes its own special tokens; a bare prompt gets the usual.
