@@ -106,6 +106,14 @@ class ChunkWrites(StoreConnection):
             child_rows.extend(children)
             next_rows.extend(successors)
 
+        keys = [r["key"] for rows in by_label.values() for r in rows]
+        keys += [r[end] for r in (*child_rows, *next_rows) for end in ("a", "b")]
+        # Logged before the rows as well as after: the rows take several transactions, and a
+        # crash between them and the closing entry would leave rows no entry names (a replica
+        # would keep its old projection of them). A reader of the first entry re-reads the
+        # keys early; the closing one makes it read them again once the rows are in.
+        self.mark(keys)
+        self.touch()
         written = 0
         if by_label[NodeLabel.DOCUMENT]:
             written += self._write_rows(
@@ -120,8 +128,7 @@ class ChunkWrites(StoreConnection):
                 op="write_chunks",
                 source=EdgeSource.STRUCTURE.value,
             )
-        self.mark(r["key"] for rows in by_label.values() for r in rows)
-        self.mark(r[end] for r in (*child_rows, *next_rows) for end in ("a", "b"))
+        self.mark(keys)
         for rel, rows in ((RelType.HAS_CHILD, child_rows), (RelType.NEXT, next_rows)):
             if rows:
                 self._write_rows(link_chunks_query(rel), unique_rows(rows), op="write_chunks")

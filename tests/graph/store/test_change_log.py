@@ -98,3 +98,27 @@ def test_after_an_upkeep_that_died_the_next_entry_is_full(
     after = graph_store.version().version
     update_entity_layer(graph_store, None)
     assert not graph_store.changes_since(after).full
+
+
+@pytest.mark.integration
+def test_chunk_rows_a_crash_cut_off_are_already_logged(
+    graph_store: GraphStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunk rows take several transactions: the keys are logged before them, so a writer killed
+    after its rows landed and before its closing entry leaves nothing a replica cannot see."""
+    from rayweave.cluster.types import Chunk, Level
+
+    before = graph_store.version().version
+    real = graph_store._write_rows
+
+    def killed(*args: object, **kwargs: object) -> int:
+        real(*args, **kwargs)  # type: ignore[arg-type]
+        raise ConnectionError("writer killed")
+
+    monkeypatch.setattr(graph_store, "_write_rows", killed)
+    chunk = Chunk(id="s1", doc_id="D", level=Level.SECTION, text="Ada Lovelace wrote notes.")
+    with pytest.raises(ConnectionError, match="writer killed"):
+        graph_store.write_chunks([chunk])
+    changes = graph_store.changes_since(before)
+    assert not changes.full
+    assert graph_store.key("s1") in changes.keys
