@@ -20,15 +20,19 @@ def _process_umask() -> int:
 _NEW_FILE_MODE = 0o666 & ~_process_umask()
 
 
-def write_atomically(path: Path, write: Callable[[IO[Any]], None], *, binary: bool = False) -> None:
-    """Call `write` on a temporary file beside `path`, then rename it over `path`. The file keeps
-    the mode of the one it replaces, or gets what `open` would give a new one (a temporary file
-    is private, 0600, and an exported file must not stay so)."""
+def write_atomically(
+    path: Path, write: Callable[[IO[Any]], object], *, binary: bool = False, mode: int | None = None
+) -> None:
+    """Call `write` on a temporary file beside `path`, then rename it over `path`. The file gets
+    `mode`; None: the mode of the one it replaces, or what `open` would give a new one (the
+    temporary file is private, 0600, so a secret is never briefly readable, and an exported file
+    must not stay so)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        mode = _NEW_FILE_MODE
+    if mode is None:
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            mode = _NEW_FILE_MODE
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         handle: IO[Any] = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")

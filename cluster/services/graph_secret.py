@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import os
 import secrets
 from pathlib import Path
 
+from rayweave.cluster.atomic_file import write_atomically
 from rayweave.cluster.errors import ConfigError
 
 # ArcadeDB refuses shorter root passwords.
@@ -37,9 +37,4 @@ def root_password(path: Path, configured: str | None) -> str:
 
 def write_secret(path: Path, value: str) -> None:
     """Replace `path` atomically with a file created 0600 (never briefly readable by others)."""
-    tmp = path.with_suffix(".tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(value)
-    os.replace(tmp, path)
+    write_atomically(path, lambda handle: handle.write(value), mode=0o600)
