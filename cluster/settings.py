@@ -387,8 +387,11 @@ class GraphSettings(_Group):
         default=True,
         description="Keep the edges each incremental upkeep synced in '<home>/graph/layers/' "
         "(about 120 bytes an edge), so the next one reads back from the store only the edges "
-        "of nodes written since, not the whole layer. A cache, checked against the store's "
-        "change log: a stale or foreign file is ignored. Off: every upkeep reads the layer.",
+        "of nodes written since, not the whole layer; and each chunk's gazetteer matches, so "
+        "the next one matches only new or edited chunks and those a changed name can occur "
+        "in. Caches: the edges are checked against the store's change log, the matches against "
+        "each chunk's text and the names; a stale or foreign file is ignored. Off: every "
+        "upkeep reads the layer and matches every chunk.",
     )
     rebuild_share_documents: int = Field(
         default=500,

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, Document, Entity
-from rayweave.graph.corpus_phases import Share, build_in_one
+from rayweave.graph.corpus_phases import FindMatches, Share, build_in_one
 from rayweave.graph.extraction import Extraction
 from rayweave.graph.schema import GraphBatch
 
@@ -27,6 +27,7 @@ def build_graph(
     known: Mapping[str, Sequence[str]] | None = None,
     extractions: Mapping[str, Extraction] | None = None,
     settings: GraphSettings | None = None,
+    find: FindMatches | None = None,
 ) -> GraphBatch:
     """Entities, topics and every inferred edge for `chunks` (see module docstring), through the
     corpus pass's phases over one share (`graph/corpus_phases.py`).
@@ -34,8 +35,9 @@ def build_graph(
     `mentions` maps chunk ids to an extractor's entities (their ids are provisional and ignored);
     `known` maps alias forms to ids of entities stored elsewhere, which the build then reuses
     (the corpus pass builds from every chunk and passes none); `extractions` is the optional LLM
-    hook's output. Structure edges (CHUNK_OF/HAS_CHILD/NEXT) are written by
-    `GraphStore.write_chunks` from the chunk fields and are not repeated here.
+    hook's output; `find` gives the gazetteer matches (`graph/match_memo.py`). Structure edges
+    (CHUNK_OF/HAS_CHILD/NEXT) are written by `GraphStore.write_chunks` from the chunk fields and
+    are not repeated here.
     """
     share = Share(chunks, mentions or {}, extractions or {}, documents)
-    return build_in_one(share, settings or GraphSettings(), known=known)
+    return build_in_one(share, settings or GraphSettings(), known=known, find=find)

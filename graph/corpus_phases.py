@@ -65,11 +65,12 @@ from rayweave.graph.entities import (
 )
 from rayweave.graph.extraction import Extraction
 from rayweave.graph.mentions import (
+    Gazetteer,
     Match,
     extracted_entities,
+    gazetteer,
     generic_from_counts,
     mention_edges,
-    text_matcher,
     unit_frequencies,
 )
 from rayweave.graph.schema import EdgeRow, EntityRow, GraphBatch, NodeLabel, NodeRef, TopicRow
@@ -145,12 +146,20 @@ class Lexicon:
     references: frozenset[str]
     max_ngram: int
 
+    def gazetteer(self) -> Gazetteer:
+        return gazetteer(self.resolver, self.rows, self.max_ngram)
+
     def matcher(self) -> Callable[[str], dict[str, Match]]:
-        return text_matcher(self.resolver, self.rows, self.max_ngram)
+        return self.gazetteer().match
 
     def found(self, chunks: Sequence[Chunk]) -> dict[str, dict[str, Match]]:
         match = self.matcher()
         return {c.id: match(c.text) for c in chunks}
+
+
+FindMatches = Callable[[Lexicon, Sequence[Chunk]], Found]
+"""How a pass gets its chunks' gazetteer matches: `Lexicon.found`, or a memo of an earlier
+pass's (`graph/match_memo.py`)."""
 
 
 def lexicon(
@@ -357,12 +366,17 @@ def corpus_edges(
 
 
 def build_in_one(
-    share: Share, settings: GraphSettings, *, known: Mapping[str, Sequence[str]] | None = None
+    share: Share,
+    settings: GraphSettings,
+    *,
+    known: Mapping[str, Sequence[str]] | None = None,
+    find: FindMatches | None = None,
 ) -> GraphBatch:
-    """Every phase over one share, the gazetteer pass run once."""
+    """Every phase over one share, the gazetteer pass run once (`find`: how; default
+    `Lexicon.found`)."""
     names, collected = _tally_names(share)
     lex = lexicon(names, settings, known=known)
-    found = lex.found(share.chunks)
+    found = (find or Lexicon.found)(lex, share.chunks)
     ctx = context(names, tally_matches(share, lex, found), settings)
     part = share_edges(share, lex, ctx, found, collected)
     edges, topics, entities = corpus_edges(part.cross, lex, ctx)

@@ -20,6 +20,7 @@ from rayweave.cluster.types import Chunk, Document, Entity
 from rayweave.graph.builders import build_graph
 from rayweave.graph.extraction import Extraction, encode_extraction
 from rayweave.graph.layer_snapshot import LayerSnapshot, load_snapshot, save_snapshot, stored_layer
+from rayweave.graph.match_memo import MemoizedMatches, load_memo, save_memo
 from rayweave.graph.schema import CORPUS_SOURCES
 from rayweave.graph.store import GraphStore
 from rayweave.graph.store.layer_sync import EdgeSync
@@ -60,17 +61,24 @@ class CorpusPass:
     topics: int
     edges: EdgeSync
     reread: int | None = None  # keys whose edges were read back (None: the whole layer)
+    rematched: int | None = None  # chunks the gazetteer matched anew (None: no memo kept)
 
 
 def rebuild_corpus_edges(
-    store: GraphStore, *, full: bool = False, snapshot: Path | None = None
+    store: GraphStore,
+    *,
+    full: bool = False,
+    snapshot: Path | None = None,
+    matches: Path | None = None,
 ) -> CorpusPass:
     """Build entities, topics and every rule-made edge from all stored chunks and make the
     stored layer equal them (see module docstring), writing only rows that differ (`full`:
     every row, for repair). Readers see the old layer, then old and new together, never
     neither: new rows are written first, what they do not repeat is deleted after.
     `snapshot`: a file where the pass keeps the edges it synced, so that the next one reads
-    back only what changed since (`graph/layer_snapshot.py`)."""
+    back only what changed since (`graph/layer_snapshot.py`); `matches`: a file where it keeps its
+    gazetteer matches, so that the next one matches only the chunks a change can touch
+    (`graph/match_memo.py`; `full` matches every chunk and starts the file anew)."""
     # What is stored is known first, from the version before anything is read (see
     # `graph/layer_snapshot.py`): writes that land while the pass runs are re-read next time.
     stored = (
@@ -82,7 +90,10 @@ def rebuild_corpus_edges(
     if len(mentions) < len(chunks):  # written by an earlier version: keep its NER entities
         store.backfill_mentions()
         chunks, mentions, extractions = store.documents_content()
-    batch = build_graph(chunks, mentions, settings=store.settings, extractions=extractions)
+    memo = None if matches is None else MemoizedMatches(None if full else load_memo(matches))
+    batch = build_graph(
+        chunks, mentions, settings=store.settings, extractions=extractions, find=memo
+    )
     # Edges are written only between nodes that exist: topics first, as entities.
     topics = store.write_topics(batch.topics)
     if stored is None:
@@ -104,8 +115,13 @@ def rebuild_corpus_edges(
     store.touch()
     if snapshot is not None and stored is not None and edges.view is not None:
         save_snapshot(snapshot, LayerSnapshot(ns=store.ns, at=stored.at, view=edges.view))
+    if matches is not None and memo is not None and memo.memo is not None:
+        save_memo(matches, memo.memo)
     reread = None if stored is None else stored.reread
-    return CorpusPass(entities=entities, topics=topics, edges=edges, reread=reread)
+    rematched = None if memo is None else memo.rematched
+    return CorpusPass(
+        entities=entities, topics=topics, edges=edges, reread=reread, rematched=rematched
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,15 +136,17 @@ def update_entity_layer(
     *,
     full: bool = False,
     snapshot: Path | None = None,
+    matches: Path | None = None,
 ) -> EntityLayerUpdate:
     """The maintenance step after documents are written or deleted: the entity layer from the
     stored chunks, then synonymy for the names that changed (none without a name index);
-    `full` rewrites every row and re-encodes every name; `snapshot` see `rebuild_corpus_edges`."""
+    `full` rewrites every row and re-encodes every name; `snapshot` and `matches`: see
+    `rebuild_corpus_edges`."""
     if store.begin_maintenance():  # an upkeep died mid-way: what it wrote is not logged
         store.mark_all()
         if snapshot is not None:
             snapshot.unlink(missing_ok=True)
-    corpus = rebuild_corpus_edges(store, full=full, snapshot=snapshot)
+    corpus = rebuild_corpus_edges(store, full=full, snapshot=snapshot, matches=matches)
     synonyms = None
     if names is not None:
         if full:

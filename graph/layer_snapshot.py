@@ -18,12 +18,11 @@ pass read anything, so writes that land while it runs are re-read next time.
 from __future__ import annotations
 
 import logging
-import pickle
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rayweave.cluster.atomic_file import write_atomically
+from rayweave.graph.cache_file import read_cache, write_cache
 from rayweave.graph.schema import EdgeSource
 from rayweave.graph.store import GraphStore
 from rayweave.graph.store.change_log import StoreVersion
@@ -75,30 +74,23 @@ def stored_layer(
 def load_snapshot(path: Path) -> LayerSnapshot | None:
     """The snapshot saved at `path`; None when there is none or it cannot be read (it is a
     cache: the caller reads the store instead)."""
+    data = read_cache(path, _FORMAT, what="layer snapshot")
+    if data is None:
+        return None
     try:
-        with path.open("rb") as handle:
-            data = pickle.load(handle)
-        if data.get("format") != _FORMAT:
-            return None
         at = StoreVersion(stamp=data["stamp"], version=data["version"])
         return LayerSnapshot(ns=str(data["ns"]), at=at, view=data["edges"])
-    except FileNotFoundError:
-        return None
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, KeyError, TypeError) as exc:
-        # a torn or foreign file: ignore it, the store has the truth
-        log.warning("layer snapshot %s is unreadable (%s); reading the stored layer", path, exc)
+    except (KeyError, TypeError) as exc:
+        log.warning("layer snapshot %s is malformed (%s); reading the stored layer", path, exc)
         return None
 
 
 def save_snapshot(path: Path, snapshot: LayerSnapshot) -> None:
     """Write `snapshot` to `path` atomically (a reader never sees half a file)."""
     data = {
-        "format": _FORMAT,
         "ns": snapshot.ns,
         "stamp": snapshot.at.stamp,
         "version": snapshot.at.version,
         "edges": snapshot.view,
     }
-    write_atomically(
-        path, lambda f: pickle.dump(data, f, protocol=pickle.HIGHEST_PROTOCOL), binary=True
-    )
+    write_cache(path, _FORMAT, data)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 
 from rayweave.cluster.types import Chunk, Entity
 from rayweave.graph.cooccurrence import corpus_scale
@@ -33,19 +34,43 @@ def mention_weight(count: int) -> float:
     return count / (count + 1.0)
 
 
+@dataclass(frozen=True, slots=True)
+class Gazetteer:
+    """What the gazetteer pass matches against: every matchable form -> entity ids, the
+    single-word forms that count only when capitalised, and the longest name in tokens.
+
+    A text's matches depend only on the forms whose first word is one of its window keys
+    (`window_keys`): `name_ngrams` examines no other window. So a text matched under one
+    gazetteer keeps its matches under another that differs only in forms starting with other
+    words (`graph/match_memo.py` relies on this)."""
+
+    forms: Mapping[str, Sequence[str]]
+    cased: frozenset[str]
+    max_ngram: int
+    starts: frozenset[str]
+
+    def match(self, text: str) -> dict[str, Match]:
+        return _matches(text, self.forms, self.cased, self.max_ngram, self.starts)
+
+
+def gazetteer(
+    resolver: EntityResolver, entity_rows: Iterable[EntityRow], max_ngram: int
+) -> Gazetteer:
+    forms = resolver.gazetteer()
+    return Gazetteer(
+        forms=forms,
+        cased=frozenset(_proper_single_tokens(entity_rows)),
+        max_ngram=max_ngram,
+        starts=first_words(forms),
+    )
+
+
 def text_matcher(
     resolver: EntityResolver, entity_rows: Iterable[EntityRow], max_ngram: int
 ) -> Callable[[str], dict[str, Match]]:
     """The gazetteer pass over any text (a chunk, or one of its sentences): entity id ->
     `Match` for the longest non-overlapping known names in it."""
-    gazetteer = resolver.gazetteer()
-    cased = _proper_single_tokens(entity_rows)
-    starts = first_words(gazetteer)
-
-    def match(text: str) -> dict[str, Match]:
-        return _matches(text, gazetteer, cased, max_ngram, starts)
-
-    return match
+    return gazetteer(resolver, entity_rows, max_ngram).match
 
 
 def mention_edges(
@@ -124,7 +149,7 @@ def _proper_single_tokens(rows: Iterable[EntityRow]) -> set[str]:
 def _matches(
     text: str,
     gazetteer: Mapping[str, Sequence[str]],
-    cased: set[str],
+    cased: AbstractSet[str],
     max_len: int,
     starts: AbstractSet[str],
 ) -> dict[str, Match]:

@@ -131,13 +131,8 @@ def name_ngrams(
         if toks[i].lower() in FUNCTION_WORDS:
             # "the Beatles" is still found through its window starting at "Beatles".
             continue
-        if starts is not None:
-            head = normalize_name(toks[i])
-            if (
-                head.split(" ", 1)[0] not in starts
-                and head.replace("_", " ").split(" ", 1)[0] not in starts
-            ):
-                continue
+        if starts is not None and starts.isdisjoint(_head_keys(toks[i])):
+            continue
         for n in range(1, max_len + 1):
             if i + n > len(toks):
                 break
@@ -146,6 +141,18 @@ def name_ngrams(
             norm = normalize_name(" ".join(toks[i : i + n]))
             if norm:
                 yield i, n, norm
+
+
+def _head_keys(token: str) -> tuple[str, str]:
+    """The first words a window starting at `token` can give its name (see `first_words`)."""
+    head = normalize_name(token)
+    return head.split(" ", 1)[0], head.replace("_", " ").split(" ", 1)[0]
+
+
+def window_keys(text: str) -> set[str]:
+    """The first words of every window `name_ngrams` can examine in `text`: a name whose first
+    words (`first_words`) are none of these never matches in it."""
+    return {key for tok in tokens(text) for key in _head_keys(tok)}
 
 
 def is_informative(normalized: str) -> bool:

@@ -405,13 +405,15 @@ def _update_entity_layer(settings: Settings, collection: str, *, dense_dim: int)
 
     graph = open_graph_store(settings, namespace=collection)
     names = name_index(settings, collection, dense_dim=dense_dim)
-    snapshot = settings.graph_home / "layers" / f"{collection}.pickle"
+    layers = settings.graph_home / "layers"
+    keep = settings.graph.layer_snapshots
     try:
         update_entity_layer(
             graph,
             names,
             full=settings.graph.maintenance == "full",
-            snapshot=snapshot if settings.graph.layer_snapshots else None,
+            snapshot=layers / f"{collection}.pickle" if keep else None,
+            matches=layers / f"{collection}.matches.pickle" if keep else None,
         )
     finally:
         graph.close()

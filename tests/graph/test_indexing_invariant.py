@@ -1,7 +1,8 @@
 """The graph after any sequence of ingests, edits and deletes equals a fresh ingest of the
 documents that remain: node for node, edge for edge, weights included. Documents come from
 `generated_corpus`; each step goes through `update_entity_layer`, the product's maintenance
-entry point, on the real embedded graph server, with its layer snapshot as the ingest keeps it.
+entry point, on the real embedded graph server, with its layer snapshot and match memo as the
+ingest keeps them.
 """
 
 from __future__ import annotations
@@ -61,12 +62,17 @@ def test_random_updates_leave_the_graph_a_fresh_ingest_would_build(
     live: dict[str, GeneratedDoc] = {f"D{i}": generate(rng, f"D{i}", 0) for i in range(6)}
     write(graph_store, list(live.values()))
     layer = tmp_path / "layers" / f"{graph_store.ns}.pickle"
-    first = update_entity_layer(graph_store, names, snapshot=layer)
+    matches = tmp_path / "layers" / f"{graph_store.ns}.matches.pickle"
+    first = update_entity_layer(graph_store, names, snapshot=layer, matches=matches)
     assert first.corpus.reread is None
+    assert first.corpus.rematched == len(graph_store.chunks_and_mentions()[0])
+    rematched = 0
     whole_relink = first.synonyms is not None and first.synonyms.full
     for step in range(8):
         change = random_change(rng, graph_store, live, step + 1)
-        update = update_entity_layer(graph_store, names, snapshot=layer)
+        update = update_entity_layer(graph_store, names, snapshot=layer, matches=matches)
+        assert update.corpus.rematched is not None
+        rematched += update.corpus.rematched
         # From the snapshot, unless the last upkeep relinked every name (a full log entry).
         assert (update.corpus.reread is None) == whole_relink, f"step {step}"
         assert update.synonyms is not None
@@ -95,3 +101,4 @@ def test_random_updates_leave_the_graph_a_fresh_ingest_would_build(
     assert entities
     assert any(e[2] == "SYNONYM_OF" for e in edges)
     assert relinked > 0
+    assert rematched > 0

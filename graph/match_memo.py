@@ -1,0 +1,141 @@
+"""The gazetteer pass of the last corpus pass, kept so that the next one matches only what changed.
+
+Matching every chunk against every known name was the largest part of a one-document upkeep on
+10,406 documents (docs/experiments/2026-11-27-match-memo.md), and nearly all of it repeats the
+previous pass: a chunk's matches change only when its text changes or when a name that can
+start at one of its words is added, dropped, re-resolved or changes its casing rule (see
+`Gazetteer`). So each pass keeps, per chunk, a digest of its text, the first words its windows
+can start with (`window_keys`) and its matches, beside the gazetteer they were made with; the
+next pass compares the two gazetteers and matches anew only the new or edited chunks and those
+that hold a first word of a changed name. The result equals a full pass, whatever the store
+did in between: the memo depends on texts and names only, never on the store's version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rayweave.cluster.types import Chunk
+from rayweave.graph.cache_file import read_cache, write_cache
+from rayweave.graph.corpus_phases import Found, Lexicon
+from rayweave.graph.mentions import Gazetteer, Match
+from rayweave.graph.names import first_words, window_keys
+
+log = logging.getLogger(__name__)
+
+_FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class MemoRow:
+    digest: bytes  # of the chunk's text
+    keys: tuple[int, ...]  # its window keys, as indexes into `MatchMemo.words`
+    found: Mapping[str, Match]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MatchMemo:
+    """Every chunk's matches under `forms`/`cased`/`max_ngram` (a `Gazetteer` without its
+    derived `starts`); `words` numbers the window keys that rows refer to."""
+
+    max_ngram: int
+    forms: Mapping[str, Sequence[str]]
+    cased: frozenset[str]
+    words: Mapping[str, int]
+    rows: Mapping[str, MemoRow]
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def changed_forms(memo: MatchMemo, gaz: Gazetteer) -> set[str]:
+    """Forms added, dropped or resolved to other ids since the memo, and forms whose casing rule
+    changed."""
+    old, new = memo.forms, gaz.forms
+    changed = {form for form, ids in new.items() if old.get(form) != ids}
+    changed.update(form for form in old if form not in new)
+    changed |= memo.cased ^ gaz.cased
+    return changed
+
+
+def memo_matches(
+    gaz: Gazetteer, chunks: Sequence[Chunk], memo: MatchMemo | None
+) -> tuple[dict[str, dict[str, Match]], MatchMemo, int]:
+    """The chunks' matches under `gaz` (equal to `gaz.match` over each text), the memo of them,
+    and how many chunks were matched anew."""
+    words: dict[str, int] = {}
+    stale: frozenset[int] = frozenset()
+    rows: Mapping[str, MemoRow] = {}
+    if memo is not None and memo.max_ngram == gaz.max_ngram:
+        words = dict(memo.words)
+        changed = first_words(changed_forms(memo, gaz))
+        stale = frozenset(words[w] for w in changed if w in words)
+        rows = memo.rows
+    found: dict[str, dict[str, Match]] = {}
+    new_rows: dict[str, MemoRow] = {}
+    rematched = 0
+    for chunk in chunks:
+        digest = _digest(chunk.text)
+        row = rows.get(chunk.id)
+        if row is None or row.digest != digest or not stale.isdisjoint(row.keys):
+            keys = tuple(words.setdefault(k, len(words)) for k in window_keys(chunk.text))
+            row = MemoRow(digest=digest, keys=keys, found=gaz.match(chunk.text))
+            rematched += 1
+        new_rows[chunk.id] = row
+        found[chunk.id] = dict(row.found)
+    new = MatchMemo(
+        max_ngram=gaz.max_ngram, forms=gaz.forms, cased=gaz.cased, words=words, rows=new_rows
+    )
+    return found, new, rematched
+
+
+class MemoizedMatches:
+    """A `FindMatches` (`graph/corpus_phases.py`) that starts from `memo` and leaves the new
+    memo and the count of chunks it matched anew on itself."""
+
+    def __init__(self, memo: MatchMemo | None) -> None:
+        self.memo = memo
+        self.rematched: int | None = None
+
+    def __call__(self, lex: Lexicon, chunks: Sequence[Chunk]) -> Found:
+        found, self.memo, self.rematched = memo_matches(lex.gazetteer(), chunks, self.memo)
+        return found
+
+
+def load_memo(path: Path) -> MatchMemo | None:
+    """The memo saved at `path`; None when there is none or it cannot be read (it is a cache:
+    the pass then matches every chunk)."""
+    data = read_cache(path, _FORMAT, what="match memo")
+    if data is None:
+        return None
+    try:
+        return MatchMemo(
+            max_ngram=int(data["max_ngram"]),
+            forms=data["forms"],
+            cased=frozenset(data["cased"]),
+            words=data["words"],
+            rows={cid: MemoRow(*row) for cid, row in data["rows"].items()},
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        log.warning("match memo %s is malformed (%s); matching every chunk", path, exc)
+        return None
+
+
+def save_memo(path: Path, memo: MatchMemo) -> None:
+    rows = {cid: (r.digest, r.keys, r.found) for cid, r in memo.rows.items()}
+    write_cache(
+        path,
+        _FORMAT,
+        {
+            "max_ngram": memo.max_ngram,
+            "forms": memo.forms,
+            "cased": memo.cased,
+            "words": memo.words,
+            "rows": rows,
+        },
+    )
