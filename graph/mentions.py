@@ -9,7 +9,7 @@ entities are other documents' titles, and a document EXPLAINS the entity its tit
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
@@ -38,6 +38,8 @@ def mention_weight(count: int) -> float:
 class Gazetteer:
     """What the gazetteer pass matches against: every matchable form -> entity ids, the
     single-word forms that count only when capitalised, and the longest name in tokens.
+    `match` gives, for any text (a chunk, or one of its sentences), entity id -> `Match` for
+    the longest non-overlapping known names in it.
 
     A text's matches depend only on the forms whose first word is one of its window keys
     (`window_keys`): `name_ngrams` examines no other window. So a text matched under one
@@ -63,14 +65,6 @@ def gazetteer(
         max_ngram=max_ngram,
         starts=first_words(forms),
     )
-
-
-def text_matcher(
-    resolver: EntityResolver, entity_rows: Iterable[EntityRow], max_ngram: int
-) -> Callable[[str], dict[str, Match]]:
-    """The gazetteer pass over any text (a chunk, or one of its sentences): entity id ->
-    `Match` for the longest non-overlapping known names in it."""
-    return gazetteer(resolver, entity_rows, max_ngram).match
 
 
 def mention_edges(
