@@ -27,6 +27,8 @@ from rayweave.graph.names import first_words, window_keys
 
 log = logging.getLogger(__name__)
 
+# Bump when what a text matches changes for the same names (`mentions._matches`,
+# `names.name_ngrams`, `names.normalize_name`): a memo of the old rules is then ignored.
 _FORMAT = 1
 
 
