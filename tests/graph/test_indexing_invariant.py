@@ -66,13 +66,15 @@ def test_random_updates_leave_the_graph_a_fresh_ingest_would_build(
     first = update_entity_layer(graph_store, names, snapshot=layer, matches=matches)
     assert first.corpus.reread is None
     assert first.corpus.rematched == len(graph_store.chunks_and_mentions()[0])
-    rematched = 0
+    rematched = reused = 0
     whole_relink = first.synonyms is not None and first.synonyms.full
     for step in range(8):
         change = random_change(rng, graph_store, live, step + 1)
         update = update_entity_layer(graph_store, names, snapshot=layer, matches=matches)
         assert update.corpus.rematched is not None
         rematched += update.corpus.rematched
+        # Steps where the memo kept some chunks' matches: the equality below covers reuse.
+        reused += update.corpus.rematched < len(graph_store.chunks_and_mentions()[0])
         # From the snapshot, unless the last upkeep relinked every name (a full log entry).
         assert (update.corpus.reread is None) == whole_relink, f"step {step}"
         assert update.synonyms is not None
@@ -102,3 +104,4 @@ def test_random_updates_leave_the_graph_a_fresh_ingest_would_build(
     assert any(e[2] == "SYNONYM_OF" for e in edges)
     assert relinked > 0
     assert rematched > 0
+    assert reused > 0
