@@ -67,11 +67,13 @@ def _load(path: Path, settings: IngestSettings) -> list[Document]:
     return documents
 
 
-def sentence_encoder(model: str) -> Any:
-    """A sentence-transformers encoder for the comparison (CPU; a local folder, no hub access)."""
+def sentence_encoder(model: str, *, device: str = "cpu") -> Any:
+    """A sentence-transformers encoder for the comparison (a local folder, no hub access); on
+    CUDA in fp16, as a user would run it there."""
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(str(model_folder(model)), device="cpu")
+    encoder = SentenceTransformer(str(model_folder(model)), device=device)
+    return encoder.half() if device.startswith("cuda") else encoder
 
 
 def run_chunking_bench(

@@ -51,6 +51,11 @@ class RunFigures:
     """Model loading before the timed part (the baseline only; the pipeline's is inside)."""
     start_rss_mb: float = 0.0
     """The same processes' RSS just before the run (on a shared head: idle workers, Serve)."""
+    link_s: float = 0.0
+    """Of `seconds`, the pipeline's corpus pass after the writes (`finalize`)."""
+    encoder_s: float | None = None
+    """The baseline on CUDA only: rayweave's own dense encoder alone on the same texts, the
+    ceiling that GPU actors can reach (it sorts by length and packs batches by tokens)."""
 
     @property
     def docs_per_s(self) -> float:
@@ -70,6 +75,9 @@ class IngestBenchRow:
     """One process: chunk + `SentenceTransformer.encode` of the same embed texts."""
     driver_peak_rss_mb: float
     load_avg: float
+    stage_stats: str = ""
+    """Ray Data's per-operator statistics of the pipeline run (`Dataset.stats()`): where the
+    time went, stage by stage."""
 
     @property
     def throughput_ratio(self) -> float:
@@ -79,6 +87,14 @@ class IngestBenchRow:
         return self.pipeline.docs_per_s / b if b else math.nan
 
     @property
+    def encoder_ratio(self) -> float:
+        """Pipeline docs/s over rayweave's encoder alone (on CUDA), else NaN."""
+        seconds = self.baseline.encoder_s
+        if not seconds or not self.pipeline.seconds:
+            return math.nan
+        return seconds / self.pipeline.seconds
+
+    @property
     def memory_ratio(self) -> float:
         b = self.baseline.peak_rss_mb
         return self.pipeline.peak_rss_mb / b if b else math.nan
@@ -86,6 +102,7 @@ class IngestBenchRow:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["throughput_ratio"] = self.throughput_ratio
+        data["encoder_ratio"] = self.encoder_ratio
         data["memory_ratio"] = self.memory_ratio
         return data
 
@@ -137,14 +154,17 @@ class RssSampler:
 
 
 def bare_baseline(corpus: Path, settings: Settings) -> RunFigures:
-    """Read, chunk and dense-encode in this one process, as a script without Ray would.
+    """Read, chunk and dense-encode in this one process, as a script without Ray would; on
+    CUDA in fp16, and then rayweave's own encoder alone on the same texts as well.
 
     Runs in a child process under `run_ingest_bench` so its peak RSS is its own.
     """
-    from rayweave.models.factory import build_tokenizer
+    from rayweave.models.factory import build_dense_encoder, build_tokenizer
+    from rayweave.models.precision import resolve_device
 
+    device = resolve_device(settings.models.device)
     t0 = time.perf_counter()
-    encoder = sentence_encoder(settings.models.dense)
+    encoder = sentence_encoder(settings.models.dense, device=device)
     tokens = build_tokenizer(settings.models)
     setup = time.perf_counter() - t0
     t1 = time.perf_counter()
@@ -153,12 +173,21 @@ def bare_baseline(corpus: Path, settings: Settings) -> RunFigures:
     texts = [t for cd in batch.chunked for t in cd.embed_texts]
     encoder.encode(texts, batch_size=settings.ingest.batch_size, normalize_embeddings=True)
     seconds = time.perf_counter() - t1
+    encoder_s = None
+    if device.startswith("cuda"):
+        del encoder
+        own = build_dense_encoder(settings.models)
+        own.encode(texts[:64], kind="document")  # warm-up: CUDA context and kernels
+        t2 = time.perf_counter()
+        own.encode(texts, kind="document")
+        encoder_s = time.perf_counter() - t2
     return RunFigures(
         documents=len(docs),
         chunks=sum(len(cd.chunks) for cd in batch.chunked),
         seconds=seconds,
         peak_rss_mb=0.0,
         setup_s=setup,
+        encoder_s=encoder_s,
     )
 
 
@@ -269,6 +298,7 @@ def run_ingest_bench(
                 seconds=seconds,
                 peak_rss_mb=rss.peak_mb,
                 start_rss_mb=start_mb,
+                link_s=summary.link_seconds,
             )
             rows.append(
                 IngestBenchRow(
@@ -277,6 +307,7 @@ def run_ingest_bench(
                     baseline=baseline,
                     driver_peak_rss_mb=own.peak_mb,
                     load_avg=load,
+                    stage_stats=summary.stage_stats,
                 )
             )
     con.print(render_ingest_table(rows))
@@ -304,12 +335,13 @@ def render_ingest_table(rows: Sequence[IngestBenchRow]) -> Table:
         table.add_column(col, justify="left" if col in ("corpus", "run") else "right")
     for r in rows:
         for label, f in (("pipeline", r.pipeline), ("baseline", r.baseline)):
+            link = f" (corpus pass {f.link_s:.1f})" if label == "pipeline" else ""
             table.add_row(
                 r.corpus,
                 label,
                 str(f.documents),
                 str(f.chunks),
-                f"{f.seconds:.1f}",
+                f"{f.seconds:.1f}{link}",
                 f"{f.docs_per_s:.1f}",
                 f"{f.chunks_per_s:.1f}",
                 f"{f.peak_rss_mb:.0f}",
@@ -328,4 +360,18 @@ def render_ingest_table(rows: Sequence[IngestBenchRow]) -> Table:
             "",
             f"load {r.load_avg:.1f}",
         )
+        if r.baseline.encoder_s:
+            alone = r.baseline.encoder_s
+            table.add_row(
+                r.corpus,
+                "encoder alone",
+                str(r.baseline.documents),
+                str(r.baseline.chunks),
+                f"{alone:.1f}",
+                f"{r.baseline.documents / alone:.1f}",
+                f"{r.baseline.chunks / alone:.1f}",
+                "",
+                "",
+                f"pipeline {r.encoder_ratio:.2f}x",
+            )
     return table

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -46,6 +47,25 @@ def bge_m3_config(*, small: bool = False) -> Any:
         pad_token_id=1,
         layer_norm_eps=1e-5,
     )
+
+
+def write_random_bge_m3(folder: Path, tokenizer: Path, *, small: bool = False) -> Path:
+    """A BGE-M3-layout checkpoint with random weights in `folder`, loadable as
+    `models.dense_kind = "bge-m3"`: for timing the whole ingest at BGE-M3's size where its
+    weights cannot be fetched (the GPU ingest bench). `tokenizer` is any tokenizer folder whose
+    ids fit XLM-R's vocabulary (a BERT one gives realistic lengths)."""
+    from transformers import AutoTokenizer, XLMRobertaModel
+
+    from rayweave.models.bge_m3 import COLBERT_HEAD_FILE, SPARSE_HEAD_FILE
+
+    torch.manual_seed(0)
+    config = bge_m3_config(small=small)
+    XLMRobertaModel(config, add_pooling_layer=False).save_pretrained(str(folder))
+    AutoTokenizer.from_pretrained(str(tokenizer)).save_pretrained(str(folder))
+    hidden = config.hidden_size
+    torch.save(torch.nn.Linear(hidden, 1).state_dict(), folder / SPARSE_HEAD_FILE)
+    torch.save(torch.nn.Linear(hidden, hidden).state_dict(), folder / COLBERT_HEAD_FILE)
+    return folder
 
 
 def bge_m3_throughput_rows(

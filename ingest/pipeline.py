@@ -337,6 +337,7 @@ def run_ingest(
     pools = _fused_pools(run) if resolve_layout(settings) == "fused" else _staged_pools(run)
     ds = _through_pools(_read_documents(settings, source, run.res), pools)
     _collect(ds, console, collection, source.total, summary)
+    summary.stage_stats = ds.stats()
     linking = time.monotonic()
     with console.status("linking entities across documents and building the vector index"):
         summary.graph_nodes, summary.graph_edges = finalize(settings, collection)

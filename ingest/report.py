@@ -96,8 +96,11 @@ class IngestSummary:
     skipped_types: dict[str, int] = field(default_factory=dict)
     """Files seen but not ingested because of their type, by type (`.gif`, `no extension`)."""
     notes: list[str] = field(default_factory=list)
-    extraction: ExtractionTally | None = None  # set when a graph extractor ran
     """Why some files were not ingested and how to change that (e.g. no image model)."""
+    extraction: ExtractionTally | None = None  # set when a graph extractor ran
+    stage_stats: str = ""
+    """Ray Data's per-operator statistics of the run (`Dataset.stats()`), for finding the stage
+    that bounds it (`rayweave bench ingest` keeps them)."""
 
     @property
     def documents_total(self) -> int:

@@ -114,6 +114,18 @@ class TestRows:
         assert row.memory_ratio == 5.0
         assert json.loads(json.dumps(row.to_dict()))["throughput_ratio"] == 0.5
         assert render_ingest_table([row]).row_count == 3
+        assert math.isnan(row.encoder_ratio)  # measured on CUDA only
+        on_gpu = IngestBenchRow(
+            corpus="c",
+            pipeline=row.pipeline,
+            baseline=RunFigures(
+                documents=100, chunks=300, seconds=10.0, peak_rss_mb=600.0, encoder_s=2.0
+            ),
+            driver_peak_rss_mb=400.0,
+            load_avg=1.0,
+        )
+        assert on_gpu.encoder_ratio == pytest.approx(0.1)
+        assert render_ingest_table([on_gpu]).row_count == 4
         empty = RunFigures(documents=0, chunks=0, seconds=0.0, peak_rss_mb=0.0)
         assert math.isnan(
             IngestBenchRow(
@@ -128,6 +140,17 @@ def test_bare_baseline_chunks_and_encodes(tmp_path: Path) -> None:
     assert figures.chunks >= 6  # at least one summary chunk per document
     assert figures.seconds > 0
     assert figures.setup_s > 0
+    assert figures.encoder_s is None  # the encoder-alone ceiling is a CUDA figure
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs an NVIDIA GPU")
+def test_bare_baseline_on_cuda_times_the_encoder_alone(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, models={"device": "cuda", "precision": "fp16"})
+    figures = bare_baseline(_corpus(tmp_path, 6), settings)
+    assert figures.chunks >= 6
+    assert figures.encoder_s is not None
+    assert figures.encoder_s > 0
 
 
 @pytest.mark.integration
@@ -142,4 +165,6 @@ def test_pipeline_vs_baseline_on_a_tiny_subset(
     assert 0 < row.pipeline.start_rss_mb <= row.pipeline.peak_rss_mb
     assert row.baseline.peak_rss_mb > 50
     assert row.throughput_ratio > 0
+    assert 0 < row.pipeline.link_s < row.pipeline.seconds
+    assert "Operator" in row.stage_stats  # Ray Data's per-stage figures of this run
     assert json.loads(out.read_text())[0]["corpus"] == "hotpotqa-dev"

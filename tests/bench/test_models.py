@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from rayweave.bench.evaluation.beir import BeirDataset, load_beir
-from rayweave.bench.model_gpu import bge_m3_config, bge_m3_throughput_rows
+from rayweave.bench.model_gpu import bge_m3_config, bge_m3_throughput_rows, write_random_bge_m3
 from rayweave.bench.model_measure import ModelRow, add_ratios, speed_sample
 from rayweave.bench.model_quality import dense_ndcg, sparse_ndcg, subset
 from rayweave.bench.models import run_models_bench
@@ -204,6 +204,26 @@ def test_bge_m3_throughput_rows_on_cpu(bert_tokenizer_dir: Path, onnx_cache: Pat
     assert len(lines) == 4
     big = bge_m3_config()
     assert (big.hidden_size, big.num_hidden_layers, big.vocab_size) == (1024, 24, 250002)
+
+
+def test_random_bge_m3_loads_as_the_dense_model(
+    bert_tokenizer_dir: Path, onnx_cache: Path, tmp_path: Path
+) -> None:
+    from rayweave.models.factory import build_dense_encoder
+
+    folder = write_random_bge_m3(tmp_path / "bge", bert_tokenizer_dir, small=True)
+    models = Settings(
+        models={
+            "dense": str(folder),
+            "dense_kind": "bge-m3",
+            "precision": "fp32",
+            "device": "cpu",
+            "cache_dir": onnx_cache,
+        }
+    ).models
+    vectors = build_dense_encoder(models).encode(["a passage", "another passage"])
+    assert vectors.shape == (2, bge_m3_config(small=True).hidden_size)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
 
 
 def test_fastembed_runs_the_same_int8_graph(
