@@ -11,7 +11,7 @@ synonyms (years, versions and error codes distinguish things: "1944 San Juan ear
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 import numpy as np
 
@@ -48,28 +48,34 @@ def synonym_pairs(
 ) -> list[tuple[int, int, float]]:
     """Pairs `(i, j, cosine)` with `i < j` among L2-normalised `vectors` at or above
     `threshold`, each index in at most `max_per_entity` kept pairs as its own best partners,
-    numbers agreeing (see module docstring). Blocked, so memory stays `block x n`. Cosines are
+    numbers agreeing (see module docstring). Blocked, and each row keeps only its best
+    partners as it goes, so memory stays `block x n` plus `n x max_per_entity` even when an
+    encoder puts every name above the threshold (a random or collapsed one does). Cosines are
     rounded to 6 places before they are compared, so a pair scored one at a time
     (`graph/synonym_index.py`) decides the same way."""
     n = len(names)
     if n < 2:
         return []
-    marks = [numbers(x) for x in names]
-    keys = [" ".join(x.casefold().split()) for x in names]
-    best: dict[int, list[tuple[float, int]]] = {}
+    marks = _class_ids([numbers(x) for x in names])
+    keys = _class_ids([" ".join(x.casefold().split()) for x in names])
+    kept: dict[tuple[int, int], float] = {}
     for start in range(0, n, block):
         sims = np.round(vectors[start : start + block] @ vectors.T, 6)
-        rows, cols = np.nonzero(sims >= threshold)
-        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+        hits = sims >= threshold
+        for r in np.flatnonzero(hits.any(axis=1)).tolist():
             i = start + r
-            if i == c or marks[i] != marks[c] or keys[i] == keys[c]:
-                continue
-            best.setdefault(i, []).append((float(sims[r, c]), c))
-    kept: dict[tuple[int, int], float] = {}
-    for i, partners in best.items():
-        for sim, j in top_partners(partners, max_per_entity):
-            kept[(min(i, j), max(i, j))] = round(sim, 6)
+            cand = np.flatnonzero(hits[r])
+            cand = cand[(cand != i) & (marks[cand] == marks[i]) & (keys[cand] != keys[i])]
+            # `top_partners`' order: the closest first, ties to the earlier index.
+            for j in cand[np.lexsort((cand, -sims[r, cand]))[:max_per_entity]].tolist():
+                kept[(min(i, j), max(i, j))] = round(float(sims[r, j]), 6)
     return sorted((i, j, s) for (i, j), s in kept.items())
+
+
+def _class_ids(values: Sequence[Hashable]) -> np.ndarray:
+    """One integer per distinct value, so that equality tests run over arrays."""
+    table: dict[Hashable, int] = {}
+    return np.array([table.setdefault(v, len(table)) for v in values], dtype=np.int64)
 
 
 def synonym_edge(a: str, b: str, similarity: float) -> EdgeRow:
