@@ -645,6 +645,13 @@ class IngestSettings(_Group):
     )
     actor_gpus: float = Field(default=0.0, ge=0, description="GPUs per embedding actor.")
     batch_size: int = Field(default=64, ge=1, description="Rows per Ray Data batch.")
+    read_block_rows: int | None = Field(
+        default=None,
+        ge=1,
+        description="Documents per Ray Data block when a BEIR corpus is read. A block goes to "
+        "one actor of each stage, so the block count bounds how many actors work at once. "
+        "None = 2,000 (at least 2 blocks).",
+    )
     stall_timeout_s: float | None = Field(
         default=None,
         gt=0,

@@ -11,6 +11,7 @@ come from the cluster's shape (`ingest/resources.py`).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -181,9 +182,9 @@ def _read_documents(settings: Settings, source: _Source, res: StageResources) ->
     if source.corpus is not None:
         # The read task asks for the planned share too: at Ray Data's default of 1 CPU it waits
         # forever for a core that the actor pools already hold.
-        ds = ray.data.read_text(
-            str(source.corpus), override_num_blocks=max(2, source.total // 2000), num_cpus=res.task
-        )
+        rows = settings.ingest.read_block_rows or 2000
+        blocks = max(2, math.ceil(source.total / rows))
+        ds = ray.data.read_text(str(source.corpus), override_num_blocks=blocks, num_cpus=res.task)
         return ds.map_batches(
             stages.load_beir_lines,  # type: ignore[arg-type]  # Ray's UDF type lists Arrow/pandas
             fn_kwargs={"source": str(source.corpus.resolve())},
