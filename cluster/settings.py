@@ -636,7 +636,9 @@ class IngestSettings(_Group):
     entity_actors: int | None = Field(
         default=None,
         ge=1,
-        description="Entity-extraction actors (staged, CPU). None = up to one per node.",
+        description="Entity-extraction actors (staged, CPU). None = up to one per two CPUs of "
+        "each node (spaCy runs one thread per actor; the other half of the cores feed the GPU "
+        "actors and write).",
     )
     actor_cpus: float = Field(
         default=0.5,
@@ -649,8 +651,9 @@ class IngestSettings(_Group):
         default=None,
         ge=1,
         description="Documents per Ray Data block when a BEIR corpus is read. A block goes to "
-        "one actor of each stage, so the block count bounds how many actors work at once. "
-        "None = 2,000 (at least 2 blocks).",
+        "one actor of each stage, so the block count bounds how many actors work at once and "
+        "how finely the stages overlap and progress shows. None = `batch_size` (one batch per "
+        "block; at least 2 blocks).",
     )
     stall_timeout_s: float | None = Field(
         default=None,

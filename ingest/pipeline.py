@@ -182,7 +182,7 @@ def _read_documents(settings: Settings, source: _Source, res: StageResources) ->
     if source.corpus is not None:
         # The read task asks for the planned share too: at Ray Data's default of 1 CPU it waits
         # forever for a core that the actor pools already hold.
-        rows = settings.ingest.read_block_rows or 2000
+        rows = settings.ingest.read_block_rows or settings.ingest.batch_size
         blocks = max(2, math.ceil(source.total / rows))
         ds = ray.data.read_text(str(source.corpus), override_num_blocks=blocks, num_cpus=res.task)
         return ds.map_batches(

@@ -81,7 +81,7 @@ def plan_resources(settings: Settings, nodes: Sequence[NodeShape]) -> StageResou
     )
     dense_pool = _pinned_or(ing.dense_actors, PoolSize(1, gpu_actors))
     sparse_pool = _pinned_or(ing.sparse_actors, PoolSize(1, gpu_actors))
-    entity_pool = _pinned_or(ing.entity_actors, PoolSize(1, max(1, hosts)))
+    entity_pool = _pinned_or(ing.entity_actors, PoolSize(1, max(1, _entity_slots(live))))
 
     model_actors = (
         dense_pool.max + sparse_pool.max + entity_pool.max + (1 if settings.models.clip else 0)
@@ -103,6 +103,13 @@ def plan_resources(settings: Settings, nodes: Sequence[NodeShape]) -> StageResou
         sparse_pool=sparse_pool,
         entity_pool=entity_pool,
     )
+
+
+def _entity_slots(nodes: Sequence[NodeShape]) -> int:
+    """One entity actor per two CPUs of each node, at least one per node: spaCy runs one thread
+    per actor, and on a 16-CPU GPU node one actor bounded the staged pipeline (eight took the
+    entity stage from 13.0 to 3.7 s on hotpotqa-dev, docs/experiments/2026-11-28-gpu-ingest.md)."""
+    return sum(max(1, math.floor(n.cpus / 2)) for n in nodes)
 
 
 def cluster_nodes() -> list[NodeShape]:

@@ -51,7 +51,7 @@ def test_gpu_pools_follow_the_clusters_gpus() -> None:
     res = plan_resources(Settings(ingest={"actor_gpus": 0.5}), forty)
     assert res.dense_pool == PoolSize(1, 80)
     assert res.sparse_pool == PoolSize(1, 80)
-    assert res.entity_pool == PoolSize(1, 40)
+    assert res.entity_pool == PoolSize(1, 320)  # spaCy: one actor per two CPUs of a node
     assert res.gpus == 0.5
     cpu_only = plan_resources(Settings(), forty)
     assert cpu_only.dense_pool == PoolSize(1, 1)  # without GPUs the fused layout runs
@@ -61,3 +61,14 @@ def test_no_live_nodes_plans_for_one_core() -> None:
     res = plan_resources(Settings(), [])
     assert res.fused_pool == PoolSize(1, 1)
     assert res.fused_threads == 1
+
+
+def test_entity_actors_follow_each_nodes_cpus() -> None:
+    settings = Settings(ingest={"actor_gpus": 0.25, "dense_actors": 2, "sparse_actors": 2})
+    gpu_node = plan_resources(settings, [NodeShape(cpus=16.0, gpus=1.0)])
+    assert gpu_node.entity_pool == PoolSize(1, 8)
+    assert 2 * gpu_node.light + 12 * gpu_node.model + gpu_node.task <= 0.9 * 16
+    small = [NodeShape(cpus=2.0), NodeShape(cpus=1.0), NodeShape(cpus=1.0)]
+    assert plan_resources(settings, small).entity_pool == PoolSize(1, 3)  # at least one per node
+    pinned = Settings(ingest={"entity_actors": 2})
+    assert plan_resources(pinned, [NodeShape(cpus=16.0)]).entity_pool == PoolSize(2, 2)
