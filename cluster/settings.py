@@ -652,8 +652,8 @@ class IngestSettings(_Group):
         ge=1,
         description="Documents per Ray Data block when a BEIR corpus is read. A block goes to "
         "one actor of each stage, so the block count bounds how many actors work at once and "
-        "how finely the stages overlap and progress shows. None = `batch_size` (one batch per "
-        "block; at least 2 blocks).",
+        "how finely the stages overlap and progress shows. None = `batch_size` in the staged "
+        "layout (one batch per block), 2,000 in the fused one; at least 2 blocks.",
     )
     stall_timeout_s: float | None = Field(
         default=None,

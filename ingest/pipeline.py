@@ -173,6 +173,14 @@ def _configure_ray_data(settings: Settings) -> None:
     ctx.issue_detectors_config.detectors = []
 
 
+def _block_rows(settings: Settings) -> int:
+    """Documents per read block when `ingest.read_block_rows` is unset. Staged pools work only
+    on the blocks they get, so one batch per block lets every actor work and the stages overlap;
+    a fused actor threads each block across its node, and smaller blocks only cost it (about 5%
+    and 0.5 GB on 2 cores, docs/experiments/2026-11-28-gpu-ingest.md)."""
+    return settings.ingest.batch_size if resolve_layout(settings) == "staged" else 2000
+
+
 def _read_documents(settings: Settings, source: _Source, res: StageResources) -> Dataset:
     """The dataset of `DocWork` batches, one document each, read by stateless tasks."""
     import ray
@@ -182,7 +190,7 @@ def _read_documents(settings: Settings, source: _Source, res: StageResources) ->
     if source.corpus is not None:
         # The read task asks for the planned share too: at Ray Data's default of 1 CPU it waits
         # forever for a core that the actor pools already hold.
-        rows = settings.ingest.read_block_rows or settings.ingest.batch_size
+        rows = settings.ingest.read_block_rows or _block_rows(settings)
         blocks = max(2, math.ceil(source.total / rows))
         ds = ray.data.read_text(str(source.corpus), override_num_blocks=blocks, num_cpus=res.task)
         return ds.map_batches(

@@ -83,6 +83,13 @@ class TestLayout:
         assert resolve_layout(Settings(ingest={"layout": "staged"})) == "staged"
         assert resolve_layout(Settings(ingest={"layout": "fused", "actor_gpus": 1})) == "fused"
 
+    def test_read_blocks_feed_every_staged_actor(self) -> None:
+        from rayweave.ingest.pipeline import _block_rows
+
+        # Staged pools work only on the blocks they get: one batch per block.
+        assert _block_rows(Settings(ingest={"actor_gpus": 1, "batch_size": 32})) == 32
+        assert _block_rows(Settings()) == 2000  # a fused actor threads each block itself
+
 
 def test_a_slow_stage_is_not_a_stall_unless_a_limit_is_set() -> None:
     from ray.data import DataContext
