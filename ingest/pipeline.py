@@ -174,10 +174,12 @@ def _configure_ray_data(settings: Settings) -> None:
 
 
 def _block_rows(settings: Settings) -> int:
-    """Documents per read block when `ingest.read_block_rows` is unset. Staged pools work only
+    """Documents per read block: `ingest.read_block_rows`, or by layout. Staged pools work only
     on the blocks they get, so one batch per block lets every actor work and the stages overlap;
     a fused actor threads each block across its node, and smaller blocks only cost it (about 5%
     and 0.5 GB on 2 cores, docs/experiments/2026-11-28-gpu-ingest.md)."""
+    if settings.ingest.read_block_rows is not None:
+        return settings.ingest.read_block_rows
     return settings.ingest.batch_size if resolve_layout(settings) == "staged" else 2000
 
 
@@ -190,8 +192,7 @@ def _read_documents(settings: Settings, source: _Source, res: StageResources) ->
     if source.corpus is not None:
         # The read task asks for the planned share too: at Ray Data's default of 1 CPU it waits
         # forever for a core that the actor pools already hold.
-        rows = settings.ingest.read_block_rows or _block_rows(settings)
-        blocks = max(2, math.ceil(source.total / rows))
+        blocks = max(2, math.ceil(source.total / _block_rows(settings)))
         ds = ray.data.read_text(str(source.corpus), override_num_blocks=blocks, num_cpus=res.task)
         return ds.map_batches(
             stages.load_beir_lines,  # type: ignore[arg-type]  # Ray's UDF type lists Arrow/pandas

@@ -81,7 +81,7 @@ def plan_resources(settings: Settings, nodes: Sequence[NodeShape]) -> StageResou
     )
     dense_pool = _pinned_or(ing.dense_actors, PoolSize(1, gpu_actors))
     sparse_pool = _pinned_or(ing.sparse_actors, PoolSize(1, gpu_actors))
-    entity_pool = _pinned_or(ing.entity_actors, PoolSize(1, max(1, _entity_slots(live))))
+    entity_pool = _pinned_or(ing.entity_actors, PoolSize(1, _entity_slots(live)))
 
     model_actors = (
         dense_pool.max + sparse_pool.max + entity_pool.max + (1 if settings.models.clip else 0)

@@ -89,6 +89,7 @@ class TestLayout:
         # Staged pools work only on the blocks they get: one batch per block.
         assert _block_rows(Settings(ingest={"actor_gpus": 1, "batch_size": 32})) == 32
         assert _block_rows(Settings()) == 2000  # a fused actor threads each block itself
+        assert _block_rows(Settings(ingest={"read_block_rows": 500})) == 500
 
 
 def test_a_slow_stage_is_not_a_stall_unless_a_limit_is_set() -> None:
