@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import random
+from collections import Counter
+
 import pytest
 
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, Level
 from rayweave.graph.builders import build_graph
-from rayweave.graph.cooccurrence import PairCounts, npmi, related_from_counts
+from rayweave.graph.cooccurrence import (
+    PairCounts,
+    corpus_scale,
+    npmi,
+    related_from_counts,
+    strongest_per_entity,
+)
+from rayweave.graph.edges import entity_ref
 from rayweave.graph.schema import EdgeRow, EdgeSource, NodeLabel, RelType
 
 
@@ -62,3 +72,45 @@ class TestRelatedAndTopics:
         assert all(
             e.src.label is NodeLabel.DOCUMENT and e.source is EdgeSource.KEYWORDS for e in belongs
         )
+
+
+def _related_by_the_rule(counts: PairCounts, settings: GraphSettings) -> list[EdgeRow]:
+    """`related_from_counts` spelled out pair by pair: `npmi` per pair, one sort of tuples."""
+    total = corpus_scale(counts.sets)
+    scored = []
+    for (a, b), n in counts.joint.items():
+        score = npmi(n, counts.df[a], counts.df[b], total)
+        if n >= settings.related_min_support and score >= settings.related_min_npmi:
+            scored.append((max(0.0, score) * (n / (n + 1.0)), a, b, n, score))
+    scored.sort(key=lambda s: (-s[0], s[1], s[2]))
+    ranked = strongest_per_entity(scored, settings.related_max_per_entity, lambda s: (s[1], s[2]))
+    return [
+        EdgeRow(
+            rel=RelType.RELATED_TO,
+            src=entity_ref(a),
+            dst=entity_ref(b),
+            weight=round(s, 6),
+            confidence=round(min(1.0, s), 6),
+            source=EdgeSource.COOCCURRENCE,
+            count=n,
+            props={"npmi": round(x, 6)},
+        )
+        for s, a, b, n, x in ranked
+    ]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_related_arrays_equal_the_rule_spelled_out(seed: int) -> None:
+    # Few names over many small units: repeated counts make ties in strength, and hubs reach
+    # the cap, so both the order and the greedy cap are exercised.
+    rng = random.Random(seed)
+    names = [f"e{i:02d}" for i in range(40)]
+    units = [set(rng.sample(names[: rng.choice([8, 40])], rng.randint(1, 5))) for _ in range(400)]
+    counts = PairCounts()
+    counts.count_sets(units)
+    counts.count_pairs(units)
+    settings = GraphSettings(related_min_support=2, related_min_npmi=0.0, related_max_per_entity=3)
+    got = related_from_counts(counts, settings)
+    assert got == _related_by_the_rule(counts, settings)
+    assert len(got) > 20
+    assert max(Counter(e for r in got for e in (r.src.id, r.dst.id)).values()) == 3
