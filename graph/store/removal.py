@@ -125,11 +125,16 @@ class GraphRemoval(StoreConnection):
             params = {"ns": self.ns, "inferred": inferred, "min": float(min_confidence)}
             expired = expire_conversations(tx, self.ns, conversations_before)
             detached = delete_detached_chunks(tx, self.ns)
-            edges = delete_edges(
-                tx,
-                (*CHUNK_LABELS, NodeLabel.ENTITY, NodeLabel.MESSAGE),
-                "r.source IN $inferred AND r.confidence < $min",
-                params,
+            # No confidence lies below 0: the upkeep's prune(0.0) skips a scan of every edge.
+            edges = (
+                delete_edges(
+                    tx,
+                    (*CHUNK_LABELS, NodeLabel.ENTITY, NodeLabel.MESSAGE),
+                    "r.source IN $inferred AND r.confidence < $min",
+                    params,
+                )
+                if min_confidence > 0.0
+                else 0
             )
             orphans = delete_namespace_orphans(tx, self.ns)
             return PruneReport(edges=edges, chunks=detached, **asdict(orphans), **asdict(expired))
