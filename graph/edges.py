@@ -88,27 +88,18 @@ class EdgeAccumulator:
             return
         key = (rel, src, dst)
         old = self.rows.get(key)
-        if old is None:  # the common case: the first rule to propose this edge
-            conf = max(confidence, 0.0)
-            self.rows[key] = EdgeRow(
-                rel=rel,
-                src=src,
-                dst=dst,
-                weight=round(min(1.0, conf if weight is None else weight), 6),
-                confidence=round(min(1.0, conf), 6),
-                source=source,
-                count=max(count, 0),
-                props=dict(props or {}),
-            )
-            return
-        count = max(count, old.count)
-        if old.source is source:
-            conf = max(confidence, old.confidence)
+        count = max(count, old.count if old else 0)
+        if old is None or old.source is source:
+            conf = max(confidence, old.confidence if old else 0.0)
         else:
             # Two independent rules agreeing are stronger than either (noisy-OR).
             conf = 1.0 - (1.0 - confidence) * (1.0 - old.confidence)
-        src_rule = stronger_source(source, confidence, old.source, old.confidence)
-        w = max(weight if weight is not None else conf, old.weight)
+        src_rule = (
+            stronger_source(source, confidence, old.source, old.confidence) if old else source
+        )
+        w = weight if weight is not None else conf
+        if old is not None:
+            w = max(w, old.weight)
         self.rows[key] = EdgeRow(
             rel=rel,
             src=src,
@@ -117,7 +108,7 @@ class EdgeAccumulator:
             confidence=round(min(1.0, conf), 6),
             source=src_rule,
             count=count,
-            props=dict(props or old.props),
+            props=dict(props or (old.props if old else {})),
         )
 
     def add_row(self, row: EdgeRow, *, with_props: bool = True) -> None:

@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import NamedTuple, TypeAlias
+from typing import TypeAlias
 
 from rayweave.cluster.errors import ConfigError
 from rayweave.cluster.types import Level
@@ -185,9 +185,9 @@ def node_key(ns: str, node_id: str) -> str:
 PropertyValue: TypeAlias = str | int | float | bool | list[str] | list[int] | list[float] | None
 
 
-class NodeRef(NamedTuple):
-    """A node by label and id (namespace implied by the store). A named tuple: the corpus pass
-    hashes and compares hundreds of thousands of them per update, at C speed this way."""
+@dataclass(frozen=True, slots=True)
+class NodeRef:
+    """A node by label and id (namespace implied by the store)."""
 
     label: NodeLabel
     id: str
