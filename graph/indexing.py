@@ -110,8 +110,11 @@ def rebuild_corpus_edges(
     store.delete_topics_except(batch.topics)
     store.delete_unlisted_aliases()
     # Entities nothing introduces any more (a plural now merged into its singular, a deleted
-    # document's names) go; a zero threshold drops no edge.
-    store.prune(0.0)
+    # document's names) go; a zero threshold drops no edge. After a sync from a snapshot, only
+    # the entities at an end of an edge it wrote or deleted can have lost what introduced them;
+    # a pass that read the layer whole (the first, after a crash, `full`) looks at every entity.
+    partial = stored is not None and stored.reread is not None
+    store.prune(0.0, among=edges.entity_ends if partial else None)
     store.touch()
     if snapshot is not None and stored is not None and edges.view is not None:
         save_snapshot(snapshot, LayerSnapshot(ns=store.ns, at=stored.at, view=edges.view))

@@ -35,6 +35,7 @@ __all__ = [
     "delete_unlisted_aliases",
     "document_exists",
     "expire_conversations",
+    "topic_keys",
 ]
 
 _DEAD_ENTITIES = f"""
@@ -172,8 +173,12 @@ def delete_namespace_orphans(tx: neo4j.ManagedTransaction, ns: str) -> OrphanRep
     """Every entity of the namespace nothing introduces (with its unshared aliases) and every
     topic without members."""
     (entities,) = _collect_keys(tx, _UNINTRODUCED, {"ns": ns}, "keys")
+    return delete_orphans(tx, entities, topic_keys(tx, ns), orphans_only=True)
+
+
+def topic_keys(tx: neo4j.ManagedTransaction, ns: str) -> list[str]:
     (topics,) = _collect_keys(tx, _TOPICS, {"ns": ns}, "keys")
-    return delete_orphans(tx, entities, topics, orphans_only=True)
+    return topics
 
 
 def expire_conversations(

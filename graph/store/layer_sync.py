@@ -30,17 +30,25 @@ _SYNCED_STARTS = (*CHUNK_LABELS, NodeLabel.ENTITY)  # the rule-made layer starts
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EdgeSync:
     """`view`: the synced edges as they are stored after the sync, when asked for (what the
-    next sync can start from instead of reading them all, `graph/layer_snapshot.py`)."""
+    next sync can start from instead of reading them all, `graph/layer_snapshot.py`);
+    `entity_ends`: the keys of the entities at an end of an edge written or deleted (the only
+    ones the sync can have left with nothing to introduce them)."""
 
     edges_written: int
     edges_deleted: int
     edges_unchanged: int
     view: LayerView | None = field(default=None, repr=False, compare=False)
+    entity_ends: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
 
 def _stored_form(row: Mapping[str, Any]) -> dict[str, Any]:
     """An edge row's properties as a replace write stores them."""
     return {**{prop: row[f] for prop, f in _EDGE_FIELDS.items()}, **row["props"]}
+
+
+def _entity_ends(rows: Iterable[Mapping[str, Any]], src: NodeLabel, dst: NodeLabel) -> set[str]:
+    ends = {r["s"] for r in rows} if src is NodeLabel.ENTITY else set()
+    return ends | {r["d"] for r in rows} if dst is NodeLabel.ENTITY else ends
 
 
 def _edge_differs(stored: Mapping[str, Any] | None, row: Mapping[str, Any]) -> bool:
@@ -84,6 +92,7 @@ class GraphLayerSync(GraphWrites, StoreConnection):
         stored = self.stored_edges(sources) if stored is None else stored
         view: LayerView | None = {} if keep_view else None
         written = unchanged = 0
+        ends: set[str] = set()
         for (rel, src, dst), rows in group_edges(edges, self.key).items():
             changed = []
             synced = src in _SYNCED_STARTS
@@ -97,14 +106,22 @@ class GraphLayerSync(GraphWrites, StoreConnection):
                     unchanged += 1
             if changed:
                 self.mark(r[end] for r in changed for end in ("s", "d"))
+                ends.update(_entity_ends(changed, src, dst))
                 written += self._write_rows(
                     merge_edges_query(rel, src, dst, "replace"), changed, op="sync_edges", run=None
                 )
                 if rel is RelType.MENTIONS:
                     self.refresh_entity_stats(sorted({r["d"] for r in changed}), keys=True)
         deleted = self._delete_edges(stored)
+        entity = NodeLabel.ENTITY.value
+        ends.update(k[3] for k in stored if k[1] == entity)
+        ends.update(k[4] for k in stored if k[2] == entity)
         return EdgeSync(
-            edges_written=written, edges_deleted=deleted, edges_unchanged=unchanged, view=view
+            edges_written=written,
+            edges_deleted=deleted,
+            edges_unchanged=unchanged,
+            view=view,
+            entity_ends=frozenset(ends),
         )
 
     def delete_unlisted_aliases(self) -> None:

@@ -23,6 +23,7 @@ from rayweave.graph.store.cleanup import (
     delete_unlisted_aliases,
     document_exists,
     expire_conversations,
+    topic_keys,
 )
 from rayweave.graph.store.connection import StoreConnection
 from rayweave.graph.store.cypher import CHANGE_LABEL, REFRESH_DF_ALL, STAMP_LABEL
@@ -105,6 +106,7 @@ class GraphRemoval(StoreConnection):
         min_confidence: float,
         *,
         conversations_before: float | None = None,
+        among: Iterable[str] | None = None,
         dry_run: bool = False,
     ) -> PruneReport:
         """Drop inferred edges below `min_confidence`, then entities, aliases and topics left
@@ -114,12 +116,15 @@ class GraphRemoval(StoreConnection):
         Section and Proposition nodes whose Document is gone (left by an interrupted write) go
         first. With `conversations_before` (epoch seconds), conversations last updated before it
         go too, with their messages and the users left without any edge, so entities only those
-        messages mentioned are orphaned in the same pass. All of it is one transaction: with
-        `dry_run` it is rolled back, so the counts are exact and nothing changes.
+        messages mentioned are orphaned in the same pass. `among`: the keys of the only entities
+        that can have lost what introduced them (the upkeep's edge sync names them), looked at
+        instead of every entity. All of it is one transaction: with `dry_run` it is rolled back,
+        so the counts are exact and nothing changes.
         """
         if not 0.0 <= min_confidence <= 1.0:
             raise InputError(f"min_confidence must lie in [0, 1], got {min_confidence}")
         inferred = sorted(s.value for s in INFERRED_SOURCES)
+        candidates = None if among is None else sorted(set(among))
 
         def work(tx: neo4j.ManagedTransaction) -> PruneReport:
             params = {"ns": self.ns, "inferred": inferred, "min": float(min_confidence)}
@@ -136,7 +141,11 @@ class GraphRemoval(StoreConnection):
                 if min_confidence > 0.0
                 else 0
             )
-            orphans = delete_namespace_orphans(tx, self.ns)
+            orphans = (
+                delete_namespace_orphans(tx, self.ns)
+                if candidates is None
+                else delete_orphans(tx, candidates, topic_keys(tx, self.ns), orphans_only=True)
+            )
             return PruneReport(edges=edges, chunks=detached, **asdict(orphans), **asdict(expired))
 
         if dry_run:

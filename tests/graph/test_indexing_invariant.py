@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from tests_support import graph_snapshot
 
+from rayweave.cluster.types import Chunk, ContentType, Document, Level
 from rayweave.graph.builders import build_graph
 from rayweave.graph.indexing import update_entity_layer
 from rayweave.graph.schema import CORPUS_SOURCES
@@ -105,3 +106,44 @@ def test_random_updates_leave_the_graph_a_fresh_ingest_would_build(
     assert relinked > 0
     assert rematched > 0
     assert reused > 0
+
+
+def _titled(doc_id: str, title: str, text: str) -> GeneratedDoc:
+    document = Document(
+        id=doc_id, source=f"{doc_id}.md", title=title, content_type=ContentType.MARKDOWN, text=""
+    )
+    chunk = Chunk(
+        id=f"{doc_id}-s0",
+        doc_id=doc_id,
+        level=Level.SECTION,
+        text=text,
+        title=title,
+        section_path=(title,),
+        position=0,
+    )
+    return GeneratedDoc(document, (chunk,), {})
+
+
+def test_an_entity_merged_away_goes_in_an_upkeep_from_the_snapshot(
+    graph_store: GraphStore, tmp_path: Path
+) -> None:
+    # A document titled "Gadgets" makes an entity of the plural; one titled "Gadget" then merges
+    # the plural into the singular, so every edge of the plural's entity moves away in the
+    # sync. From the snapshot the upkeep sweeps only the entities at an end of a written or
+    # deleted edge for orphans: the plural's entity must be among them.
+    names = name_index(tmp_path / "live", graph_store.ns)
+    layer = tmp_path / "layers" / f"{graph_store.ns}.pickle"
+    matches = tmp_path / "layers" / f"{graph_store.ns}.matches.pickle"
+    plural = _titled("A", "Gadgets", "Gadgets are small tools that fit in a pocket.")
+    singular = _titled("B", "Gadget", "A Gadget is one of the small tools.")
+    write(graph_store, [plural])
+    for _ in range(2):  # the first relinks every name: a full log entry, read whole next
+        update_entity_layer(graph_store, names, snapshot=layer, matches=matches)
+    before = {e[0] for e in graph_snapshot(graph_store)[0]}
+    write(graph_store, [singular])
+    update = update_entity_layer(graph_store, names, snapshot=layer, matches=matches)
+    names.store.close()
+    assert update.corpus.reread is not None  # the sync started from the snapshot
+    got = graph_snapshot(graph_store)
+    assert got == fresh_snapshot(graph_store, tmp_path, "fresh", [plural, singular])
+    assert before - {e[0] for e in got[0]}, "no entity went: the plural did not merge"
