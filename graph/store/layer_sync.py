@@ -46,9 +46,13 @@ def _stored_form(row: Mapping[str, Any]) -> dict[str, Any]:
     return {**{prop: row[f] for prop, f in _EDGE_FIELDS.items()}, **row["props"]}
 
 
-def _entity_ends(rows: Iterable[Mapping[str, Any]], src: NodeLabel, dst: NodeLabel) -> set[str]:
-    ends = {r["s"] for r in rows} if src is NodeLabel.ENTITY else set()
-    return ends | {r["d"] for r in rows} if dst is NodeLabel.ENTITY else ends
+def _entity_ends(rows: Sequence[Mapping[str, Any]], src: NodeLabel, dst: NodeLabel) -> set[str]:
+    ends: set[str] = set()
+    if src is NodeLabel.ENTITY:
+        ends.update(r["s"] for r in rows)
+    if dst is NodeLabel.ENTITY:
+        ends.update(r["d"] for r in rows)
+    return ends
 
 
 def _edge_differs(stored: Mapping[str, Any] | None, row: Mapping[str, Any]) -> bool:

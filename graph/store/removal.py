@@ -123,6 +123,11 @@ class GraphRemoval(StoreConnection):
         """
         if not 0.0 <= min_confidence <= 1.0:
             raise InputError(f"min_confidence must lie in [0, 1], got {min_confidence}")
+        if among is not None and conversations_before is not None:
+            raise InputError(
+                "prune: `among` cannot go with `conversations_before`: expired conversations "
+                "orphan entities that `among` does not name"
+            )
         inferred = sorted(s.value for s in INFERRED_SOURCES)
         candidates = None if among is None else sorted(set(among))
 

@@ -84,3 +84,8 @@ class TestPrune:
         assert c.rel(RelType.EXPLAINS) == 1
         assert c.rel(RelType.HAS_CHILD) == 6
         assert c.rel(RelType.NEXT) == 2
+
+
+def test_prune_among_some_entities_refuses_expiring_conversations(graph_store: GraphStore) -> None:
+    with pytest.raises(InputError, match="conversations_before"):
+        graph_store.prune(0.0, among=["k"], conversations_before=0.0)
