@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -323,15 +324,31 @@ def stop_head(settings: Settings, *, grace_s: float = 10.0) -> int:
 
     if ray.is_initialized():
         ray.shutdown()
-    return stop_processes(ray_temp_dir(settings), grace_s=grace_s)
+    return stop_processes(
+        ray_temp_dir(settings), grace_s=grace_s, also=client_servers(settings.ray.port)
+    )
 
 
-def stop_processes(temp_dir: Path, *, grace_s: float = 10.0, hard: bool = False) -> int:
+def client_servers(port: int) -> set[int]:
+    """Pids of Ray client servers of the head whose GCS listens on `port`. The head's `ray start`
+    launches one and exits, so it is nobody's descendant, and its command line names the GCS
+    address, not the temp dir: without this it outlived every stop."""
+    address = re.compile(rf"--address[= ]\S+:{port}(?!\d)")
+    return {
+        pid
+        for pid, cmdline, _ in _processes()
+        if "ray.util.client.server" in cmdline and address.search(cmdline)
+    }
+
+
+def stop_processes(
+    temp_dir: Path, *, grace_s: float = 10.0, hard: bool = False, also: Iterable[int] = ()
+) -> int:
     """SIGTERM, then SIGKILL, the processes whose command line names `temp_dir` (a head's or a
-    joined node's) and their descendants; never anything else (`ray stop` would end every Ray
-    process on the machine). `hard` sends SIGKILL at once: a node that dies, as in a crash.
-    Returns how many were signalled."""
-    pids = own_pids(temp_dir)
+    joined node's) and their descendants, and the pids in `also`; never anything else (`ray
+    stop` would end every Ray process on the machine). `hard` sends SIGKILL at once: a node that
+    dies, as in a crash. Returns how many were signalled."""
+    pids = own_pids(temp_dir) | set(also)
     steps = ((signal.SIGKILL, 5.0),) if hard else ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0))
     for sig, wait in steps:
         alive = {pid for pid in pids if _signal(pid, sig)}

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
-from rayweave.cluster.services.runtime import head_system_config, ray_environment
+from rayweave.cluster.services.runtime import (
+    client_servers,
+    head_system_config,
+    ray_environment,
+    stop_processes,
+)
 from rayweave.cluster.settings import Settings
 
 
@@ -46,3 +55,26 @@ def test_workers_of_the_embedded_head_inherit_it(ray_stack: Settings) -> None:
 
     expected = ray_environment(ray_stack)
     assert ray.get(environment.remote(sorted(expected))) == expected
+
+
+def test_a_client_server_of_our_head_is_stopped_and_no_other() -> None:
+    # Stand-ins whose command lines read as Ray client servers (what `ray start --head` leaves
+    # behind, re-parented): one of a head on port 46390, one of a head on 46391.
+    def client_server(port: int) -> subprocess.Popen[bytes]:
+        code = "import time; time.sleep(60)"
+        argv = ["ray.util.client.server", f"--address=192.0.2.2:{port}", "--host", "127.0.0.1"]
+        return subprocess.Popen([sys.executable, "-c", code, *argv])
+
+    ours, other = client_server(46390), client_server(46391)
+    try:
+        time.sleep(0.3)  # until /proc shows their command lines
+        assert client_servers(46390) == {ours.pid}
+        assert client_servers(4639) == set()  # a port's prefix is another port
+        stopped = stop_processes(Path("/nonexistent-temp-dir"), also=client_servers(46390))
+        assert stopped == 1
+        assert ours.wait(timeout=10) != 0
+        assert other.poll() is None
+    finally:
+        for p in (ours, other):
+            p.kill()
+            p.wait()
