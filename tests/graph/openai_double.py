@@ -216,10 +216,12 @@ class OpenAIDouble:
                     status, data, delay_s = double._answer(body)
                     if delay_s and double._closing.wait(delay_s):
                         return
-                    self._send(status, data)
                 finally:
+                    # Out of flight before the answer goes: once it is written, the client may
+                    # send its next request, which must not find this one still counted.
                     with double._lock:
                         double._in_flight -= 1
+                self._send(status, data)
 
             def _send(self, status: int, data: bytes) -> None:
                 try:
