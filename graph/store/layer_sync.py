@@ -46,13 +46,12 @@ def _stored_form(row: Mapping[str, Any]) -> dict[str, Any]:
     return {**{prop: row[f] for prop, f in _EDGE_FIELDS.items()}, **row["props"]}
 
 
-def _entity_ends(rows: Sequence[Mapping[str, Any]], src: NodeLabel, dst: NodeLabel) -> set[str]:
-    ends: set[str] = set()
-    if src is NodeLabel.ENTITY:
-        ends.update(r["s"] for r in rows)
-    if dst is NodeLabel.ENTITY:
-        ends.update(r["d"] for r in rows)
-    return ends
+def _entity_ends(keys: Iterable[EdgeKey]) -> frozenset[str]:
+    """The keys of the entities at an end of these edges."""
+    entity = NodeLabel.ENTITY.value
+    return frozenset(
+        end for _, la, lb, s, d in keys for end, label in ((s, la), (d, lb)) if label == entity
+    )
 
 
 def _edge_differs(stored: Mapping[str, Any] | None, row: Mapping[str, Any]) -> bool:
@@ -96,7 +95,7 @@ class GraphLayerSync(GraphWrites, StoreConnection):
         stored = self.stored_edges(sources) if stored is None else stored
         view: LayerView | None = {} if keep_view else None
         written = unchanged = 0
-        ends: set[str] = set()
+        touched: list[EdgeKey] = []  # written here; what `stored` keeps at the end is deleted
         for (rel, src, dst), rows in group_edges(edges, self.key).items():
             changed = []
             synced = src in _SYNCED_STARTS
@@ -106,26 +105,23 @@ class GraphLayerSync(GraphWrites, StoreConnection):
                     view[key] = _stored_form(row)
                 if _edge_differs(stored.pop(key, None), row):
                     changed.append(row)
+                    touched.append(key)
                 else:
                     unchanged += 1
             if changed:
                 self.mark(r[end] for r in changed for end in ("s", "d"))
-                ends.update(_entity_ends(changed, src, dst))
                 written += self._write_rows(
                     merge_edges_query(rel, src, dst, "replace"), changed, op="sync_edges", run=None
                 )
                 if rel is RelType.MENTIONS:
                     self.refresh_entity_stats(sorted({r["d"] for r in changed}), keys=True)
         deleted = self._delete_edges(stored)
-        entity = NodeLabel.ENTITY.value
-        ends.update(k[3] for k in stored if k[1] == entity)
-        ends.update(k[4] for k in stored if k[2] == entity)
         return EdgeSync(
             edges_written=written,
             edges_deleted=deleted,
             edges_unchanged=unchanged,
             view=view,
-            entity_ends=frozenset(ends),
+            entity_ends=_entity_ends([*touched, *stored]),
         )
 
     def delete_unlisted_aliases(self) -> None:
