@@ -34,12 +34,15 @@ class RetrievalSettings(_Group):
         "propositions into their section (the passage shown); 'off' fuses chunks as found. A "
         "request that names a `level` is never resolved.",
     )
-    view_evidence: Literal["max", "mean", "content"] = Field(
-        default="max",
-        description="How a candidate's levels score within one list: 'max' = its best chunk; "
+    view_evidence: Literal["max", "mean", "content", "auto"] = Field(
+        default="auto",
+        description="How a candidate's levels rank it within one list: 'max' = its best chunk; "
         "'mean' = the mean of its summary's and its content's scores (a missing one at the "
-        "list's lowest); 'content' = its content's score, its summary's only when the list "
-        "holds no content of it.",
+        "list's lowest); 'content' = its content's best chunk, after every candidate whose "
+        "content the list holds when it holds only the summary; 'auto' = 'content' in the dense "
+        "list, except for code whose summary is its signatures alone, and 'max' elsewhere (a "
+        "dense encoder reads a passage whole, so its summary's vector is a shorter copy of the "
+        "same meaning; an undocumented function's name is the only description it has).",
     )
     rrf_k: int = Field(default=60, ge=0, description="RRF damping constant (Cormack et al. 2009).")
     max_per_document: int = Field(

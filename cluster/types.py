@@ -153,6 +153,10 @@ class Chunk(_Row):
     dependencies: tuple[str, ...] = ()
     error_codes: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
+    # A document-level chunk that is only its code's names and signatures (no docstring): an
+    # undocumented function's name is the only description it has, so it keeps its own vote
+    # beside its content in dense search (`serve/views.py`, 'auto').
+    outline: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "level", Level(self.level))

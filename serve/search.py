@@ -80,7 +80,7 @@ class RetrievalPlan:
     anchor_top: int = 1
     graph_seeds: int = 8
     document_view: DocumentView = "off"
-    view_evidence: Evidence = "max"
+    view_evidence: Evidence = "auto"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

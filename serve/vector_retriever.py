@@ -30,13 +30,13 @@ from rayweave.serve.lexical_query import without_language_words
 from rayweave.serve.schemas import ContentScope
 from rayweave.serve.search import FACTS, RankedLists, RetrievalQuery
 from rayweave.serve.tracing import stage
-from rayweave.serve.views import VIEW_ID
+from rayweave.serve.views import OUTLINE, VIEW_ID
 
 HIERARCHY_DECAY = 0.5
 # What a search hit carries before hydration: enough to fuse, cap per document and seed the
 # graph; text, title and section are read once, for the page (`SearchPipeline`).
 METADATA_FIELDS = ("parent_id", "position", "content_type", "language", "prev_id", "next_id")
-RANKING_FIELDS = ("doc_id", "level", "source", "children_ids", *METADATA_FIELDS)
+RANKING_FIELDS = ("doc_id", "level", "source", "children_ids", "outline", *METADATA_FIELDS)
 # A query's dense vector, and its sparse one when the plan fuses a sparse list.
 Encoded = tuple[np.ndarray, SparseVector | None]
 
@@ -57,6 +57,9 @@ def hit_from_point(point: ScoredPoint, retriever: str, *, ranked: bool = False) 
         )
         if view != (point.id, point.id, False):
             metadata[VIEW_ID] = view
+            # A namespace ingested before `Chunk.outline` existed keeps its summaries' votes.
+            if view[2] and p.get("outline", True):
+                metadata[OUTLINE] = True
     return Hit(
         id=point.id,
         doc_id=str(p.get("doc_id", "")),

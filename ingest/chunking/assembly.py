@@ -121,7 +121,13 @@ def _clean_path(path: tuple[str, ...], title: str) -> tuple[str, ...]:
 
 
 def assemble(
-    doc: Document, plan: Plan, summary_text: str, summary_tokens: int, code_mode: str
+    doc: Document,
+    plan: Plan,
+    summary_text: str,
+    summary_tokens: int,
+    code_mode: str,
+    *,
+    outline: bool = False,
 ) -> ChunkedDocument:
     text = plan.text
     ids = _Ids(doc.id)
@@ -170,7 +176,9 @@ def assemble(
                 span_embed_text(prop, chunk.text, title, chunk.section_path, code_title, code_mode)
             )
 
-    summary = _summary_chunk(doc, plan, summary_text, summary_tokens, doc_chunk_id, sections)
+    summary = _summary_chunk(
+        doc, plan, summary_text, summary_tokens, doc_chunk_id, sections, outline=outline
+    )
     return ChunkedDocument(
         doc_id=doc.id,
         source=doc.source,
@@ -188,6 +196,8 @@ def _summary_chunk(
     summary_tokens: int,
     chunk_id: str,
     sections: Sequence[Chunk],
+    *,
+    outline: bool,
 ) -> Chunk:
     """The document-level chunk: the summary, with its sections' metadata gathered up."""
     return Chunk(
@@ -209,4 +219,5 @@ def _summary_chunk(
         dependencies=_unique([d for s in sections for d in s.dependencies]),
         error_codes=_unique([e for s in sections for e in s.error_codes]),
         keywords=plan.keywords or extract_keywords(plan.text, top_k=10),
+        outline=outline,
     )

@@ -85,8 +85,10 @@ def chunk_document(
         if exc.path is None:
             raise SourceError(f"{doc.source}: {exc}", path=doc.source) from exc
         raise
-    summary_text, summary_tokens = document_summary(doc, plan, tokens, settings, summarize)
-    return assemble(doc, plan, summary_text, summary_tokens, settings.code_embed)
+    summary = document_summary(doc, plan, tokens, settings, summarize)
+    return assemble(
+        doc, plan, summary.text, summary.tokens, settings.code_embed, outline=summary.outline
+    )
 
 
 def chunk_documents(

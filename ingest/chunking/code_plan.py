@@ -55,6 +55,8 @@ def plan_code(doc: Document, counter: TokenCounter, settings: IngestSettings) ->
     if doc_text and doc_text != title:
         candidates.append(doc_text)
     primary = len(candidates)
+    # A code title is a file or a definition's name: words only where docstrings are.
+    worded = bool(doc_text) or any(m.docstring for u in units for m in (u, *u.members))
     for u in units:
         for unit in (u, *u.members):
             line = _outline_line(unit)
@@ -69,6 +71,7 @@ def plan_code(doc: Document, counter: TokenCounter, settings: IngestSettings) ->
         summary_primary=primary,
         outline_separator="\n",
         keywords=extract_keywords(text, code=True),
+        outline_only=not worded,
     )
 
 

@@ -35,3 +35,5 @@ class Plan:
     outline_separator: str = "; "
     keywords: tuple[str, ...] = ()
     warnings: list[str] = field(default_factory=list)
+    # Code whose summary parts are names and signatures alone: no docstring (`Chunk.outline`).
+    outline_only: bool = False

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from rayweave.cluster.settings import IngestSettings
 from rayweave.cluster.types import Document
 from rayweave.ingest.chunking.chunked import Summarize
@@ -9,7 +11,13 @@ from rayweave.ingest.chunking.plans import Plan
 from rayweave.ingest.sentences import split_sentences
 from rayweave.models.protocols import TokenCounter
 
-__all__ = ["document_summary", "pack_summary"]
+__all__ = ["Summary", "document_summary", "pack_summary"]
+
+
+class Summary(NamedTuple):
+    text: str
+    tokens: int
+    outline: bool  # the code's signatures alone (`Chunk.outline`)
 
 
 def pack_summary(plan: Plan, budget: int) -> tuple[str, int]:
@@ -37,7 +45,7 @@ def document_summary(
     counter: TokenCounter,
     settings: IngestSettings,
     summarize: Summarize | None,
-) -> tuple[str, int]:
+) -> Summary:
     if summarize is not None:
         try:
             generated = (summarize(doc) or "").strip()
@@ -56,10 +64,9 @@ def document_summary(
                     break
                 kept.append(s)
                 total += int(n)
-            return " ".join(kept), total
+            return Summary(" ".join(kept), total, outline=False)
     text, total = pack_summary(plan, settings.summary_max_tokens)
     if not text:
         first = plan.sections[0]
-        text = plan.text[first.start : first.end]
-        total = first.tokens
-    return text, total
+        return Summary(plan.text[first.start : first.end], first.tokens, outline=False)
+    return Summary(text, total, outline=plan.outline_only)

@@ -8,11 +8,13 @@ from collections.abc import Iterator
 import pytest
 
 from rayweave.cluster.settings import Settings
+from rayweave.cluster.vectors.store import ScoredPoint
 from rayweave.serve.classifier import classify_query
 from rayweave.serve.planning import make_plan
 from rayweave.serve.schemas import Profile
 from rayweave.serve.search import RetrievalQuery
-from rayweave.serve.vector_retriever import VectorSearch
+from rayweave.serve.vector_retriever import VectorSearch, hit_from_point
+from rayweave.serve.views import OUTLINE
 
 QUESTION = "How do I fix E1004 TaskNotRegisteredError?"
 
@@ -70,3 +72,23 @@ def test_level_filter_and_source_diversity(search: VectorSearch, sample_ingested
         head = [h.doc_id for h in hits[:10]]
         # One hit per document first: the sample corpus has 34 documents, so ten differ.
         assert len(set(head)) == len(head), name
+
+
+@pytest.mark.parametrize(
+    ("children", "stored", "flagged"),
+    [
+        (["c1"], {"outline": True}, True),  # an undocumented function's signatures
+        (["c1"], {"outline": False}, False),
+        (["c1"], {}, True),  # stored before the flag existed: ranked as it was ('max')
+        (["c1", "c2"], {"outline": True}, False),  # a summary of several sections: its own unit
+    ],
+)
+def test_a_ranked_summary_carries_its_outline_flag(
+    children: list[str], stored: dict[str, bool], flagged: bool
+) -> None:
+    payload = {"doc_id": "d", "level": "document", "children_ids": children, **stored}
+    hit = hit_from_point(ScoredPoint(id="s", score=0.5, payload=payload), "dense", ranked=True)
+    assert (OUTLINE in hit.metadata) is flagged
+    assert (
+        OUTLINE not in hit_from_point(ScoredPoint(id="s", score=0.5, payload=payload), "").metadata
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from rayweave.cluster.types import Hit, Level, view_of
@@ -10,6 +12,7 @@ from rayweave.serve.views import (
     LIST_RANK,
     MATCHED_IDS,
     MATCHED_LEVELS,
+    OUTLINE,
     resolve_list,
     resolve_views,
     with_view,
@@ -32,6 +35,11 @@ def hit(chunk: str, score: float = 1.0) -> Hit:
     level, parent, children, sole = STRUCTURE[chunk]
     found = Hit(id=chunk, doc_id=chunk[1], text="", score=score, level=level)
     return with_view(found, view_of(level, chunk, parent_id=parent, children=children, sole=sole))
+
+
+def outline(found: Hit) -> Hit:
+    """`found`, a summary that is only its code's signatures."""
+    return replace(found, metadata={**found.metadata, OUTLINE: True})
 
 
 def ids(hits: list[Hit]) -> list[str]:
@@ -94,6 +102,38 @@ class TestResolveList:
         assert resolve_list([hit("cA", 0.6), hit("cB2", 0.2)], "summary", "mean")[0].score == (
             pytest.approx(0.4)
         )
+
+    def test_content_evidence_ranks_a_unit_where_its_content_stood(self) -> None:
+        # sA leads on its summary, but its content (cA) is third: cB1 goes first.
+        found = [hit("sA", 0.9), hit("cB1", 0.8), hit("cA", 0.7)]
+        out = resolve_list(found, "summary", "content")
+        assert ids(out) == ["cB1", "cA"]
+        assert [h.metadata.get(LIST_RANK, 2) for h in out] == [2, 3]
+        assert out[1].score == 0.7
+        assert out[1].metadata[MATCHED_LEVELS] == ["document", "section"]
+
+    def test_content_evidence_puts_a_unit_held_by_its_summary_after_every_content(self) -> None:
+        found = [hit("sA", 0.9), hit("cB1", 0.5), hit("cB2", 0.4)]
+        out = resolve_list(found, "summary", "content")
+        assert ids(out) == ["cB1", "cB2", "cA"]
+        assert out[2].score == 0.4  # the list's floor: no content score to stand on
+        assert out[2].metadata[LIST_RANK] == 4  # after the list's three chunks
+        fused = fuse({"dense": out}, k=60)
+        assert ids(fused) == ["cB1", "cB2", "cA"]
+
+    def test_auto_evidence_is_the_content_in_the_dense_list_only(self) -> None:
+        found = [hit("sA", 0.9), hit("cB1", 0.8), hit("cA", 0.7)]
+        out = resolve_views({"dense": found, "sparse": found}, "summary", "auto")
+        assert ids(out["dense"]) == ["cB1", "cA"]
+        assert ids(out["sparse"]) == ["cA", "cB1"]  # a name's lexical match keeps its vote
+
+    def test_auto_evidence_keeps_an_outline_summarys_vote(self) -> None:
+        # An undocumented function: its signature is the only description it has.
+        found = [outline(hit("sA", 0.9)), hit("cB1", 0.8), hit("cA", 0.7)]
+        out = resolve_views({"dense": found}, "summary", "auto")["dense"]
+        assert ids(out) == ["cA", "cB1"]
+        assert out[0].score == 0.9
+        assert OUTLINE not in out[0].metadata
 
 
 class TestFusionOverUnits:

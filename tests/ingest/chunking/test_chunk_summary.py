@@ -75,17 +75,17 @@ class TestDocumentSummary:
         sentences = ["The first point is here now.", "The second point is here now."]
         answer = " ".join([*sentences, "The third point is here now."])
         s = IngestSettings(summary_max_tokens=16)
-        text, tokens = document_summary(make("x"), _parts_plan(), ESTIMATE, s, lambda d: answer)
+        text, tokens, _ = document_summary(make("x"), _parts_plan(), ESTIMATE, s, lambda d: answer)
         assert text == " ".join(sentences)
         assert tokens == sum(ESTIMATE.count_tokens(sentences)) <= 16
 
     def test_blank_llm_answer_falls_back_without_warning(self, settings: IngestSettings) -> None:
         plan = _parts_plan()
-        text, _ = document_summary(make("x"), plan, ESTIMATE, settings, lambda d: "  ")
+        text, _, _ = document_summary(make("x"), plan, ESTIMATE, settings, lambda d: "  ")
         assert text == "Title\nLead one.\nA; B; C"
         assert not plan.warnings
 
     def test_no_parts_fall_back_to_the_first_section(self, settings: IngestSettings) -> None:
         plan = _parts_plan()
         plan.summary_parts = []
-        assert document_summary(make("x"), plan, ESTIMATE, settings, None) == (plan.text, 6)
+        assert document_summary(make("x"), plan, ESTIMATE, settings, None) == (plan.text, 6, False)
