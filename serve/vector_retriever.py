@@ -58,7 +58,7 @@ def hit_from_point(point: ScoredPoint, retriever: str, *, ranked: bool = False) 
         if view != (point.id, point.id, False):
             metadata[VIEW_ID] = view
             # A namespace ingested before `Chunk.outline` existed keeps its summaries' votes.
-            if view[2] and p.get("outline", True):
+            if view[2] and level is Level.DOCUMENT and p.get("outline", True):
                 metadata[OUTLINE] = True
     return Hit(
         id=point.id,

@@ -63,9 +63,9 @@ OUTLINE = "outline"
 CONTENT_LISTS = frozenset({"dense"})
 """The lists whose 'auto' evidence is the content (see the module docstring)."""
 LIST_RANK = "list_rank"
-"""Where a unit's best chunk stood in its list (1-based): rank fusion reads it, so that resolving
-a list never moves its later units up (two chunks of one document ahead of a unit would otherwise
-lift it two places, and the other lists' votes with it)."""
+"""Where a unit's deciding chunk stood in its list (1-based): rank fusion reads it, so that
+resolving a list never moves its later units up (two chunks of one document ahead of a unit would
+otherwise lift it two places, and the other lists' votes with it)."""
 
 
 def with_view(hit: Hit, view: tuple[str, str, bool]) -> Hit:
@@ -106,7 +106,7 @@ def resolve_list(hits: Sequence[Hit], view: DocumentView, evidence: Evidence) ->
         rule = _rule(members, evidence)
         rank, hit = members[0]
         # Alone and its own unit: its rank already says what 'max' or its content would.
-        as_found = rule == "max" or (rule == "content" and hit.level is not DOC)
+        as_found = rule == "max" or (rule == "content" and hit.level is not Level.DOCUMENT)
         if len(members) == 1 and hit.id == unit and as_found:
             moved = rank != position  # a merge above it: the rank it had goes with it
             units.append(
@@ -142,11 +142,10 @@ def _list_evidence(name: str, evidence: Evidence) -> Evidence:
 
 def _rule(members: Sequence[tuple[int, Hit]], evidence: Evidence) -> Rule:
     """How one unit scores: by its best chunk unless it has a summary besides its content."""
-    summaries = [h for _, h in members if _summarised(h) and h.level is Level.DOCUMENT]
     if evidence == "max" or not any(_summarised(h) for _, h in members):
         return "max"
     if evidence == "auto":
-        outline = any(h.metadata.get(OUTLINE) for h in summaries)
+        outline = any(h.metadata.get(OUTLINE) for _, h in members if h.level is Level.DOCUMENT)
         return "max" if outline else "content"
     return evidence
 
@@ -178,7 +177,6 @@ def _unit(
     return _rebuilt(best, id=unit, score=score, level=level, metadata=metadata)
 
 
-DOC = Level.DOCUMENT
 _HIT_FIELDS = tuple(f.name for f in fields(Hit))
 
 
