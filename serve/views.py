@@ -158,9 +158,9 @@ def _unit(
     ids = list(dict.fromkeys(m.id for _, m in members))
     score = best.score
     if rule != "max":
-        summary = [m.score for _, m in members if m.level is Level.DOCUMENT]
         content = [(r, m.score) for r, m in members if m.level is not Level.DOCUMENT]
         if rule == "mean":
+            summary = [m.score for _, m in members if m.level is Level.DOCUMENT]
             best_content = max((sc for _, sc in content), default=floor)
             score = (max(summary, default=floor) + best_content) / 2
         elif content:

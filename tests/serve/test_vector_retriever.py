@@ -87,8 +87,6 @@ def test_a_ranked_summary_carries_its_outline_flag(
     children: list[str], stored: dict[str, bool], flagged: bool
 ) -> None:
     payload = {"doc_id": "d", "level": "document", "children_ids": children, **stored}
-    hit = hit_from_point(ScoredPoint(id="s", score=0.5, payload=payload), "dense", ranked=True)
-    assert (OUTLINE in hit.metadata) is flagged
-    assert (
-        OUTLINE not in hit_from_point(ScoredPoint(id="s", score=0.5, payload=payload), "").metadata
-    )
+    point = ScoredPoint(id="s", score=0.5, payload=payload)
+    assert (OUTLINE in hit_from_point(point, "dense", ranked=True).metadata) is flagged
+    assert OUTLINE not in hit_from_point(point, "").metadata  # a page's hit: no ranking flags
