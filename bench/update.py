@@ -6,7 +6,8 @@ projection up to date again: once with `graph.maintenance = "incremental"` (diff
 index, change-log deltas) and once with `"full"` (every row rewritten, every name re-encoded,
 whole projection reloads), in the same run so that machine load moves both alike; an untimed
 upkeep first builds the name index and the layer snapshot if the namespace has none (the state
-every upkeep after a namespace's first leaves). It ends with
+every upkeep after a namespace's first leaves). The upkeep's seconds per step (read, compute,
+write, synonymy, ...) show which of them grows with the corpus. It ends with
 the full rebuild, its time and the driver's peak memory, both ways: in the driver (the full
 pass) and as `rayweave graph rebuild`'s Ray job over shares. The namespace is left as it was: the
 graph after the delete equals a fresh ingest of what remains.
@@ -48,6 +49,7 @@ class UpdateFigures:
     delete_s: float  # the whole `rayweave delete`, upkeep included
     refresh_s: float  # the projection brought up to date after the ingest
     refresh_keys: int  # nodes the change log named (0: a whole load)
+    link_steps: dict[str, float]  # the ingest's upkeep, seconds per step (`finalize`)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,6 +79,16 @@ class UpdateRow:
             "delete 1": round(inc.delete_s, 2),
             "full ": round(full.delete_s, 2),
         }
+
+    def step_cells(self) -> list[dict[str, str | float | int]]:
+        return [
+            {
+                "namespace": self.collection,
+                "mode": figures.mode,
+                **{step: round(sec, 2) for step, sec in figures.link_steps.items()},
+            }
+            for figures in (self.incremental, self.full)
+        ]
 
     def projection_cells(self) -> dict[str, str | float | int]:
         refresh, load = self.incremental.refresh_s, self.projection_load_s
@@ -115,6 +127,9 @@ def run_update_bench(
         rows.append(_measure(settings, collection, con))
     con.print("one document, seconds (incremental upkeep beside the full pass):")
     con.print(format_table([r.update_cells() for r in rows]), markup=False, highlight=False)
+    con.print("where the upkeep of that ingest went, seconds per step:")
+    steps = [cells for r in rows for cells in r.step_cells()]
+    con.print(format_table(steps), markup=False, highlight=False)
     con.print(
         "projection after it (delta beside a whole load), and the full rebuild "
         "(the Ray job beside the pass in the driver):"
@@ -209,6 +224,7 @@ def _one_document(
         delete_s=delete_s,
         refresh_s=refresh_s,
         refresh_keys=0 if changes.full else len(changes.keys),
+        link_steps=summary.link_steps,
     )
 
 

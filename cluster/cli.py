@@ -711,8 +711,8 @@ def graph_rebuild(config: ConfigOpt = None, collection: CollectionOpt = None) ->
         def progress(step: str) -> None:
             shown.update(f"graph rebuild {name}: {step}")
 
-        nodes, edges = _run(lambda: finalize(settings, name, rebuild=True, progress=progress))
-    out.print(f"graph {settings.qdrant.collection}: {nodes} nodes, {edges} relationships")
+        done = _run(lambda: finalize(settings, name, rebuild=True, progress=progress))
+    out.print(f"graph {name}: {done.nodes} nodes, {done.relationships} relationships")
 
 
 @graph_app.command("export-extractions")

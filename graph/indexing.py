@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from rayweave.cluster.step_clock import StepClock
 from rayweave.cluster.types import Chunk, Document, Entity
 from rayweave.graph.builders import build_graph
 from rayweave.graph.extraction import Extraction, encode_extraction
@@ -62,6 +63,7 @@ class CorpusPass:
     edges: EdgeSync
     reread: int | None = None  # keys whose edges were read back (None: the whole layer)
     rematched: int | None = None  # chunks the gazetteer matched anew (None: no memo kept)
+    seconds: dict[str, float] = field(default_factory=dict)  # per step, in the order they ran
 
 
 def rebuild_corpus_edges(
@@ -79,51 +81,64 @@ def rebuild_corpus_edges(
     back only what changed since (`graph/layer_snapshot.py`); `matches`: a file where it keeps its
     gazetteer matches, so that the next one matches only the chunks a change can touch
     (`graph/match_memo.py`; `full` matches every chunk and starts the file anew)."""
+    clock = StepClock()
     # What is stored is known first, from the version before anything is read (see
     # `graph/layer_snapshot.py`): writes that land while the pass runs are re-read next time.
-    stored = (
-        None
-        if full
-        else stored_layer(store, CORPUS_SOURCES, load_snapshot(snapshot) if snapshot else None)
-    )
-    chunks, mentions, extractions = store.documents_content()
-    if len(mentions) < len(chunks):  # written by an earlier version: keep its NER entities
-        store.backfill_mentions()
-        chunks, mentions, extractions = store.documents_content()
-    memo = None if matches is None else MemoizedMatches(None if full else load_memo(matches))
-    batch = build_graph(
-        chunks, mentions, settings=store.settings, extractions=extractions, find=memo
-    )
-    # Edges are written only between nodes that exist: topics first, as entities.
-    topics = store.write_topics(batch.topics)
-    if stored is None:
-        entities = store.write_entities(batch.entities, mode="replace")
-        run = uuid.uuid4().hex
-        written = store.write_edges(batch.edges, mode="replace", run=run)
-        gone = store.delete_stale(run, CORPUS_SOURCES)
-        edges = EdgeSync(edges_written=written, edges_deleted=gone, edges_unchanged=0)
-    else:
-        entities = store.sync_entities(batch.entities)
-        edges = store.sync_edges(
-            batch.edges, CORPUS_SOURCES, stored=stored.view, keep_view=snapshot is not None
+    with clock.step("stored layer"):
+        stored = (
+            None
+            if full
+            else stored_layer(store, CORPUS_SOURCES, load_snapshot(snapshot) if snapshot else None)
         )
-    store.delete_topics_except(batch.topics)
-    store.delete_unlisted_aliases()
-    # Entities nothing introduces any more (a plural now merged into its singular, a deleted
-    # document's names) go; a zero threshold drops no edge. After a sync from a snapshot, only
-    # the entities at an end of an edge it wrote or deleted can have lost what introduced them;
-    # a pass that read the layer whole (the first, after a crash, `full`) looks at every entity.
-    partial = stored is not None and stored.reread is not None
-    store.prune(0.0, among=edges.entity_ends if partial else None)
-    store.touch()
-    if snapshot is not None and stored is not None and edges.view is not None:
-        save_snapshot(snapshot, LayerSnapshot(ns=store.ns, at=stored.at, view=edges.view))
-    if matches is not None and memo is not None and memo.memo is not None:
-        save_memo(matches, memo.memo)
+    with clock.step("read chunks"):
+        chunks, mentions, extractions = store.documents_content()
+        if len(mentions) < len(chunks):  # written by an earlier version: keep its NER entities
+            store.backfill_mentions()
+            chunks, mentions, extractions = store.documents_content()
+    with clock.step("compute"):
+        memo = None if matches is None else MemoizedMatches(None if full else load_memo(matches))
+        batch = build_graph(
+            chunks, mentions, settings=store.settings, extractions=extractions, find=memo
+        )
+    with clock.step("write"):
+        # Edges are written only between nodes that exist: topics first, as entities.
+        topics = store.write_topics(batch.topics)
+        if stored is None:
+            entities = store.write_entities(batch.entities, mode="replace")
+            run = uuid.uuid4().hex
+            written = store.write_edges(batch.edges, mode="replace", run=run)
+            gone = store.delete_stale(run, CORPUS_SOURCES)
+            edges = EdgeSync(edges_written=written, edges_deleted=gone, edges_unchanged=0)
+        else:
+            entities = store.sync_entities(batch.entities)
+            edges = store.sync_edges(
+                batch.edges, CORPUS_SOURCES, stored=stored.view, keep_view=snapshot is not None
+            )
+    with clock.step("clean up"):
+        store.delete_topics_except(batch.topics)
+        store.delete_unlisted_aliases()
+        # Entities nothing introduces any more (a plural now merged into its singular, a deleted
+        # document's names) go; a zero threshold drops no edge. After a sync from a snapshot,
+        # only the entities at an end of an edge it wrote or deleted can have lost what
+        # introduced them; a pass that read the layer whole (the first, after a crash, `full`)
+        # looks at every entity.
+        partial = stored is not None and stored.reread is not None
+        store.prune(0.0, among=edges.entity_ends if partial else None)
+        store.touch()
+    with clock.step("memo files"):
+        if snapshot is not None and stored is not None and edges.view is not None:
+            save_snapshot(snapshot, LayerSnapshot(ns=store.ns, at=stored.at, view=edges.view))
+        if matches is not None and memo is not None and memo.memo is not None:
+            save_memo(matches, memo.memo)
     reread = None if stored is None else stored.reread
     rematched = None if memo is None else memo.rematched
     return CorpusPass(
-        entities=entities, topics=topics, edges=edges, reread=reread, rematched=rematched
+        entities=entities,
+        topics=topics,
+        edges=edges,
+        reread=reread,
+        rematched=rematched,
+        seconds=clock.seconds,
     )
 
 
@@ -131,6 +146,7 @@ def rebuild_corpus_edges(
 class EntityLayerUpdate:
     corpus: CorpusPass
     synonyms: SynonymUpdate | None
+    seconds: dict[str, float] = field(default_factory=dict)  # the pass's steps, then synonymy
 
 
 def update_entity_layer(
@@ -150,10 +166,13 @@ def update_entity_layer(
         if snapshot is not None:
             snapshot.unlink(missing_ok=True)
     corpus = rebuild_corpus_edges(store, full=full, snapshot=snapshot, matches=matches)
+    clock = StepClock()
+    clock.add(corpus.seconds)
     synonyms = None
     if names is not None:
-        if full:
-            names.store.drop()
-        synonyms = update_synonyms(store, names)
+        with clock.step("synonymy"):
+            if full:
+                names.store.drop()
+            synonyms = update_synonyms(store, names)
     store.end_maintenance()
-    return EntityLayerUpdate(corpus=corpus, synonyms=synonyms)
+    return EntityLayerUpdate(corpus=corpus, synonyms=synonyms, seconds=clock.seconds)

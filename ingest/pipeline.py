@@ -25,6 +25,7 @@ from rayweave.cluster.beir import CorpusIndex
 from rayweave.cluster.errors import SourceError
 from rayweave.cluster.progress import progress_bar
 from rayweave.cluster.settings import Settings
+from rayweave.cluster.step_clock import StepClock
 from rayweave.ingest.report import IngestSummary
 from rayweave.ingest.resources import StageResources, cluster_nodes, plan_resources
 
@@ -350,8 +351,10 @@ def run_ingest(
     summary.stage_stats = ds.stats()
     linking = time.monotonic()
     with console.status("linking entities across documents and building the vector index"):
-        summary.graph_nodes, summary.graph_edges = finalize(settings, collection)
+        done = finalize(settings, collection)
+    summary.graph_nodes, summary.graph_edges = done.nodes, done.relationships
     summary.link_seconds = time.monotonic() - linking
+    summary.link_steps = done.seconds
     if settings.graph.extractor is not None and settings.graph.extractor.startswith("file:"):
         summary.notes.append(_file_match_note(settings, collection))
     summary.seconds = time.monotonic() - started
@@ -374,42 +377,63 @@ def _file_match_note(settings: Settings, collection: str) -> str:
     return file_match_note(settings.graph.extractor.removeprefix("file:"), texts)
 
 
+@dataclass(frozen=True, slots=True)
+class Finalized:
+    """What `finalize` leaves: the namespace's graph totals after it, and its seconds per step
+    (the entity layer's, then synonymy, facts, counts and the vector index)."""
+
+    nodes: int
+    relationships: int
+    seconds: dict[str, float]
+
+
 def finalize(
     settings: Settings,
     collection: str,
     *,
     rebuild: bool = False,
     progress: Callable[[str], None] | None = None,
-) -> tuple[int, int]:
+) -> Finalized:
     """Corpus-wide steps after documents are written or deleted: the graph's entity layer from
     every stored chunk and synonymy for the names that changed (`graph.indexing`), the facts
-    collection from the extractions kept on chunks, and the vector index build. Returns the
-    namespace's graph node and relationship totals. `rebuild`: the entity layer as a Ray job
-    over shares of the corpus, every name relinked (`ingest/corpus_rebuild.py`); `progress`
-    hears which step runs."""
+    collection from the extractions kept on chunks, and the vector index build. `rebuild`: the
+    entity layer as a Ray job over shares of the corpus, every name relinked
+    (`ingest/corpus_rebuild.py`); `progress` hears which step runs."""
     from rayweave.cluster.vectors.service import vector_store_for
     from rayweave.graph.store import open_graph_store
     from rayweave.ingest.corpus_rebuild import rebuild_on_cluster
 
+    clock = StepClock()
     store = vector_store_for(settings, collection)
     if rebuild:
-        rebuild_on_cluster(settings, collection, progress=progress)
+        with clock.step("rebuild"):
+            rebuild_on_cluster(settings, collection, progress=progress)
     else:
-        _update_entity_layer(settings, collection, dense_dim=store.spec().dense_dim)
+        clock.add(_update_entity_layer(settings, collection, dense_dim=store.spec().dense_dim))
     graph = open_graph_store(settings, namespace=collection)
     try:
-        extractions = graph.chunk_extractions()
-        if extractions or settings.graph.extractor is not None:
-            _sync_facts(settings, collection, extractions)
-        counts = graph.counts()
+        with clock.step("facts"):
+            extractions = graph.chunk_extractions()
+            if extractions or settings.graph.extractor is not None:
+                _sync_facts(settings, collection, extractions)
+        with clock.step("counts"):
+            counts = graph.counts()
     finally:
         graph.close()
-    store.optimize()
-    return sum(counts.nodes.values()), sum(counts.relationships.values())
+    with clock.step("vector index"):
+        store.optimize()
+    return Finalized(
+        nodes=sum(counts.nodes.values()),
+        relationships=sum(counts.relationships.values()),
+        seconds=clock.seconds,
+    )
 
 
-def _update_entity_layer(settings: Settings, collection: str, *, dense_dim: int) -> None:
-    """The upkeep after an ingest or delete, in this process (`graph.maintenance`)."""
+def _update_entity_layer(
+    settings: Settings, collection: str, *, dense_dim: int
+) -> dict[str, float]:
+    """The upkeep after an ingest or delete, in this process (`graph.maintenance`); returns its
+    seconds per step."""
     from rayweave.graph.indexing import update_entity_layer
     from rayweave.graph.store import open_graph_store
     from rayweave.ingest.name_index import name_index
@@ -419,7 +443,7 @@ def _update_entity_layer(settings: Settings, collection: str, *, dense_dim: int)
     layers = settings.graph_home / "layers"
     keep = settings.graph.layer_snapshots
     try:
-        update_entity_layer(
+        update = update_entity_layer(
             graph,
             names,
             full=settings.graph.maintenance == "full",
@@ -430,6 +454,7 @@ def _update_entity_layer(settings: Settings, collection: str, *, dense_dim: int)
         graph.close()
         if names is not None:
             names.store.close()
+    return update.seconds
 
 
 def with_maintenance(settings: Settings, mode: Literal["incremental", "full"]) -> Settings:

@@ -91,6 +91,7 @@ class IngestSummary:
     graph_edges: int = 0
     seconds: float = 0.0
     link_seconds: float = 0.0  # of `seconds`: the graph's upkeep after writing (`finalize`)
+    link_steps: dict[str, float] = field(default_factory=dict)  # that upkeep's seconds per step
     errors: list[DocumentError] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # by ignore files or globs (folders end in /)
     skipped_types: dict[str, int] = field(default_factory=dict)

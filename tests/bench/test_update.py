@@ -35,6 +35,9 @@ def test_one_document_both_ways_leaves_the_namespace_as_it_was(
     assert (inc.mode, full.mode) == ("incremental", "full")
     assert inc.ingest_s > inc.ingest_link_s > 0
     assert full.ingest_s > full.ingest_link_s > 0
+    for figures in (inc, full):  # the upkeep's steps, within its own time
+        assert {"read chunks", "compute", "write", "synonymy", "counts"} <= set(figures.link_steps)
+        assert 0 < sum(figures.link_steps.values()) <= figures.ingest_link_s
     assert inc.refresh_keys > 0  # the change log named what the ingest touched
     assert full.refresh_keys == 0  # the full pass cannot: a whole load
     assert row.rebuild_s > 0

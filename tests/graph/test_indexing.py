@@ -55,6 +55,14 @@ def test_batches_write_chunks_and_the_corpus_pass_links_them(graph_store: GraphS
     assert graph_store.counts().node(NodeLabel.ENTITY) == 0
     report = rebuild_corpus_edges(graph_store)
     assert report.edges.edges_written > 0
+    assert list(report.seconds) == [
+        "stored layer",
+        "read chunks",
+        "compute",
+        "write",
+        "clean up",
+        "memo files",
+    ]
     # Both bridges, whichever batch came first.
     assert b_id in mentions_of(graph_store, "a0")
     assert a_id in mentions_of(graph_store, "b0")

@@ -62,11 +62,12 @@ def test_a_rebuild_in_shares_repairs_the_layer_a_fresh_ingest_built(
         store.close()
     assert snapshot(settings, collection) != fresh
 
-    nodes, edges = finalize(small_shares(settings, 4), collection, rebuild=True)
+    done = finalize(small_shares(settings, 4), collection, rebuild=True)
 
     assert snapshot(settings, collection) == fresh
-    assert nodes > 0
-    assert edges > 0
+    assert done.nodes > 0
+    assert done.relationships > 0
+    assert list(done.seconds) == ["rebuild", "facts", "counts", "vector index"]
     store = open_graph_store(settings, namespace=collection)
     try:  # replicas reload whole: a rebuild may have touched anything
         changes = store.changes_since(version)
