@@ -36,8 +36,11 @@ WEIGHTS: MappingProxyType[ContentScope, MappingProxyType[str, float]] = MappingP
         ContentScope.CODE: MappingProxyType(
             {
                 # On natural-language code search every list added to dense cost MRR (cosqa-dev:
-                # sparse/graph at 0.25/0.3/0.5 took 0.525 to 0.463); at 0.05 they only break
-                # near-ties, which keeps identifier matches and definitions in play for free.
+                # sparse/graph at 0.25/0.3/0.5 took 0.525 to 0.463). At 0.05 a list's rank-1 vote
+                # (0.05/61 in RRF) still moves a hit about three places near the top: a trade
+                # between code styles, not a tie-break (web questions lose MRR 0.008, docstring-
+                # style questions over library code gain 0.025; docs/experiments/
+                # 2026-11-28-content-evidence.md).
                 "dense": 1.0,
                 "sparse": 0.05,
                 "hierarchical": 0.6,
