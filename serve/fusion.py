@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, Literal, Protocol
 
 from rayweave.cluster.settings import RetrievalSettings
@@ -130,8 +129,7 @@ def _accumulate(scored: Scored) -> list[Hit]:
                     found_by.append(r)
             paths.setdefault(hit.id, []).extend(p for p in hit.paths if p not in paths[hit.id])
     return [
-        replace(
-            first[i],
+        first[i].evolve(
             score=s,
             retrievers=tuple(retrievers[i]),
             paths=tuple(paths[i]),
@@ -201,7 +199,7 @@ def aggregate(
         score = sum(m.score * (decay**i) for i, m in enumerate(members))
         best = members[0]
         retrievers = tuple(dict.fromkeys(r for m in members for r in m.retrievers))
-        out.append(replace(best, score=score, retrievers=retrievers))
+        out.append(best.evolve(score=score, retrievers=retrievers))
     out.sort(key=lambda h: (-h.score, h.id))
     return out
 
@@ -230,7 +228,7 @@ def cap_per_document(hits: Sequence[Hit], *, max_per_document: int) -> list[Hit]
     out: list[Hit] = []
     for h in head + tail:
         if out and h.score > out[-1].score:
-            h = replace(h, score=out[-1].score)
+            h = h.evolve(score=out[-1].score)
         out.append(h)
     return out
 
@@ -279,7 +277,7 @@ def collapse_duplicates(hits: Sequence[Hit]) -> list[Hit]:
             if c.doc_id != first.doc_id
             for s in (c.source or c.doc_id, *c.duplicates)
         ]
-        out.append(replace(first, duplicates=tuple(dict.fromkeys((*first.duplicates, *others)))))
+        out.append(first.evolve(duplicates=tuple(dict.fromkeys((*first.duplicates, *others)))))
     return out
 
 
@@ -308,7 +306,7 @@ def _raised(head: Sequence[Hit], floor: float) -> list[Hit]:
     out: list[Hit] = []
     for h in reversed(head):
         floor = max(h.score, floor)
-        out.append(replace(h, score=floor))
+        out.append(h.evolve(score=floor))
     return out[::-1]
 
 
@@ -374,7 +372,7 @@ def promote_linked(
         if h.doc_id in linked:
             retrievers = tuple(dict.fromkeys((*h.retrievers, LINKS)))
             paths = tuple(dict.fromkeys((*h.paths, linked[h.doc_id])))
-            promoted.append(replace(h, retrievers=retrievers, paths=paths))
+            promoted.append(h.evolve(retrievers=retrievers, paths=paths))
     if not promoted:
         return list(fused)
     moved = {h.id for h in promoted}

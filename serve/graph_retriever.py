@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from rayweave.cluster.settings import Settings
@@ -113,7 +112,7 @@ class GraphSearch:
             name = FACT_WALK
             hits = with_facts(hits, query.facts, projection)
             if any(f.metadata.get(SPARSE_FACTS) for f in query.facts):
-                hits = [replace(h, metadata={**h.metadata, SPARSE_FACTS: True}) for h in hits]
+                hits = [h.evolve(metadata={**h.metadata, SPARSE_FACTS: True}) for h in hits]
         lists = {name: _marked(hits, name, projection)}
         if links:
             lists[LINKS] = _marked(links, LINKS, projection)
@@ -154,9 +153,9 @@ def _marked(hits: list[Hit], name: str, projection: GraphProjection) -> list[Hit
     for h in hits:
         view = views.get(h.id)
         if view is None:
-            out.append(replace(h, retrievers=(name,)))
+            out.append(h.evolve(retrievers=(name,)))
         else:
-            out.append(replace(h, retrievers=(name,), metadata={**h.metadata, VIEW_ID: view}))
+            out.append(h.evolve(retrievers=(name,), metadata={**h.metadata, VIEW_ID: view}))
     return out
 
 
@@ -193,7 +192,7 @@ def with_facts(hits: list[Hit], facts: Sequence[Hit], projection: GraphProjectio
                 "facts": shown,
                 "fact_topics": {t: topics[t] for t in shown if t in topics},
             }
-            hit = replace(hit, metadata=metadata)
+            hit = hit.evolve(metadata=metadata)
         out.append(hit)
     return out
 

@@ -13,7 +13,6 @@ import math
 import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import replace
 from typing import Protocol, runtime_checkable
 
 from rayweave.cluster.errors import ConfigError
@@ -58,7 +57,7 @@ def blend(hits: Sequence[Hit], relevance: Sequence[float], *, weight: float) -> 
     lo, hi = min(relevance), max(relevance)
     span = (hi - lo) or 1.0
     scored = [
-        replace(h, score=(1 - weight) / (1 + i) + weight * (r - lo) / span)
+        h.evolve(score=(1 - weight) / (1 + i) + weight * (r - lo) / span)
         for i, (h, r) in enumerate(zip(hits, relevance, strict=True))
     ]
     scored.sort(key=lambda h: -h.score)
@@ -82,7 +81,7 @@ def blend_standardised(
     the weight means the same for every query however peaked either score distribution is."""
     fused = zscores([h.score for h in hits])
     rel = zscores(relevance)
-    scored = [replace(h, score=f + weight * r) for h, f, r in zip(hits, fused, rel, strict=True)]
+    scored = [h.evolve(score=f + weight * r) for h, f, r in zip(hits, fused, rel, strict=True)]
     scored.sort(key=lambda h: -h.score)
     return scored
 
@@ -95,7 +94,7 @@ def above(head: list[Hit], tail: list[Hit]) -> list[Hit]:
     gap = max(h.score for h in tail) - min(h.score for h in head)
     if gap < 0:
         return head + tail
-    return [replace(h, score=h.score + gap + 1.0) for h in head] + tail
+    return [h.evolve(score=h.score + gap + 1.0) for h in head] + tail
 
 
 @runtime_checkable

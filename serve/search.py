@@ -523,8 +523,7 @@ def _merge(fused: Hit, current: Hit) -> Hit:
     }
     if carried:
         metadata = {**metadata, **carried}
-    return replace(
-        current,
+    return current.evolve(
         score=fused.score,
         retrievers=fused.retrievers,
         paths=fused.paths,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
@@ -244,7 +243,7 @@ class VectorSearch:
             parent = section_score.get(str(p.payload.get("parent_id")), 0.0)
             scored[p.id] = (p.score + HIERARCHY_DECAY * parent, p)
         ranked = sorted(scored.values(), key=lambda t: -t[0])[: plan.candidates]
-        return [replace(hit_from_point(p, "hierarchical", ranked=True), score=s) for s, p in ranked]
+        return [hit_from_point(p, "hierarchical", ranked=True).evolve(score=s) for s, p in ranked]
 
     async def hydrate(self, ids: Sequence[str]) -> dict[str, Hit]:
         if not ids:

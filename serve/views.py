@@ -45,8 +45,7 @@ whose summary or proposition they start from.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import fields, replace
-from typing import Any, Literal
+from typing import Literal
 
 from rayweave.cluster.types import Hit, Level
 
@@ -72,7 +71,7 @@ def with_view(hit: Hit, view: tuple[str, str, bool]) -> Hit:
     """`hit` carrying its `view_of`, unless it is its own unit in every view with no summary."""
     if view == (hit.id, hit.id, False):
         return hit
-    return replace(hit, metadata={**hit.metadata, VIEW_ID: view})
+    return hit.evolve(metadata={**hit.metadata, VIEW_ID: view})
 
 
 def unit_of(hit: Hit, view: DocumentView) -> str:
@@ -109,9 +108,7 @@ def resolve_list(hits: Sequence[Hit], view: DocumentView, evidence: Evidence) ->
         as_found = rule == "max" or (rule == "content" and hit.level is not Level.DOCUMENT)
         if len(members) == 1 and hit.id == unit and as_found:
             moved = rank != position  # a merge above it: the rank it had goes with it
-            units.append(
-                _rebuilt(hit, metadata={**hit.metadata, LIST_RANK: rank}) if moved else hit
-            )
+            units.append(hit.evolve(metadata={**hit.metadata, LIST_RANK: rank}) if moved else hit)
         else:
             units.append(_unit(unit, members, rule, floor, len(hits)))
     if evidence == "mean":
@@ -174,20 +171,7 @@ def _unit(
         metadata[LIST_RANK] = rank
     # A summary or a proposition that resolved to another chunk resolved to a section.
     level = best.level if best.id == unit else Level.SECTION
-    return _rebuilt(best, id=unit, score=score, level=level, metadata=metadata)
-
-
-_HIT_FIELDS = tuple(f.name for f in fields(Hit))
-
-
-def _rebuilt(hit: Hit, **changes: Any) -> Hit:
-    """`dataclasses.replace` without re-running validation: the values here are already typed
-    (a request resolves hundreds of hits; `replace` was most of that time)."""
-    new = object.__new__(Hit)
-    setter = object.__setattr__
-    for name in _HIT_FIELDS:
-        setter(new, name, changes[name] if name in changes else getattr(hit, name))
-    return new
+    return best.evolve(id=unit, score=score, level=level, metadata=metadata)
 
 
 def merged_evidence(hits: Sequence[Hit]) -> dict[str, list[str]]:

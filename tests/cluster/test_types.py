@@ -202,3 +202,17 @@ class TestRows:
         assert back == SparseVector(indices=(3, 9), values=(0.5, 1.5))
         with pytest.raises(ValueError, match="differ in length"):
             SparseVector.from_row({"indices": [1], "values": []})
+
+
+class TestHitEvolve:
+    def test_changes_only_what_it_names_and_leaves_the_hit_alone(self) -> None:
+        hit = Hit(id="h", doc_id="d", text="t", score=1.0, level=Level.SECTION, metadata={"a": 1})
+        moved = hit.evolve(score=0.5, metadata={"b": 2})
+        assert moved == dataclasses.replace(hit, score=0.5, metadata={"b": 2})
+        assert (hit.score, hit.metadata) == (1.0, {"a": 1})
+        assert moved.level is Level.SECTION
+
+    def test_a_field_it_does_not_have_is_refused(self) -> None:
+        hit = Hit(id="h", doc_id="d", text="t", score=1.0)
+        with pytest.raises(TypeError, match="scroe"):
+            hit.evolve(scroe=0.5)
