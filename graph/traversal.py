@@ -223,7 +223,7 @@ class GraphTraversal:
                         score=round(cw * cn, 6),
                     ),
                 )
-            out.append(replace(h, score=round(blended[h.id], 6), metadata=meta, paths=paths))
+            out.append(h.evolve(score=round(blended[h.id], 6), metadata=meta, paths=paths))
         out.sort(key=lambda h: (-h.score, h.id))
         return out
 
