@@ -115,28 +115,25 @@ def _ranking(scored: Scored) -> list[tuple[str, float]]:
 
 def _accumulate(scored: Scored) -> list[Hit]:
     deduped, _ = scored
-    first: dict[str, Hit] = {}
-    found: dict[str, list[Hit]] = {}
-    retrievers: dict[str, list[str]] = {}
-    paths: dict[str, list[GraphPath]] = {}
+    found: dict[str, list[tuple[str, Hit]]] = {}  # id -> (list, its hit) in list order
     for name, hits in deduped.items():
         for hit in hits:
-            first.setdefault(hit.id, hit)
-            found.setdefault(hit.id, []).append(hit)
-            found_by = retrievers.setdefault(hit.id, [])
-            for r in (*hit.retrievers, name):
-                if r not in found_by:
-                    found_by.append(r)
-            paths.setdefault(hit.id, []).extend(p for p in hit.paths if p not in paths[hit.id])
-    return [
-        first[i].evolve(
-            score=s,
-            retrievers=tuple(retrievers[i]),
-            paths=tuple(paths[i]),
-            metadata=_evidence(first[i], found[i]),
-        )
-        for i, s in _ranking(scored)
-    ]
+            found.setdefault(hit.id, []).append((name, hit))
+    fused = []
+    for i, s in _ranking(scored):
+        entries = found[i]
+        name, first = entries[0]
+        if len(entries) == 1:  # found by one list: most candidates, and the cheap case
+            own = first.retrievers
+            retrievers = tuple(dict.fromkeys((*own, name))) if own else (name,)
+            paths = tuple(dict.fromkeys(first.paths)) if len(first.paths) > 1 else first.paths
+            fused.append(first.evolve(score=s, retrievers=retrievers, paths=paths))
+            continue
+        retrievers = tuple(dict.fromkeys(r for name, h in entries for r in (*h.retrievers, name)))
+        paths = tuple(dict.fromkeys(p for _, h in entries for p in h.paths))
+        evidence = _evidence(first, [h for _, h in entries])
+        fused.append(first.evolve(score=s, retrievers=retrievers, paths=paths, metadata=evidence))
+    return fused
 
 
 def _evidence(first: Hit, hits: list[Hit]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 import uuid
 from typing import Any
 
@@ -211,6 +212,28 @@ class TestHitEvolve:
         assert moved == dataclasses.replace(hit, score=0.5, metadata={"b": 2})
         assert (hit.score, hit.metadata) == (1.0, {"a": 1})
         assert moved.level is Level.SECTION
+
+    def test_every_field_can_change_and_a_new_field_cannot_be_forgotten(self) -> None:
+        hit = Hit(id="h", doc_id="d", text="t", score=1.0)
+        names = [f.name for f in dataclasses.fields(Hit)]
+        assert list(inspect.signature(Hit.evolve).parameters)[1:] == names
+        other = Hit(
+            id="i",
+            doc_id="e",
+            text="u",
+            score=2.0,
+            level=Level.DOCUMENT,
+            source="s",
+            title="T",
+            section_path=("a",),
+            retrievers=("dense",),
+            paths=(GraphPath(nodes=("a", "b"), relationships=("R",)),),
+            duplicates=("x",),
+            metadata={"k": 1},
+        )
+        for name in names:
+            moved = hit.evolve(**{name: getattr(other, name)})
+            assert moved == dataclasses.replace(hit, **{name: getattr(other, name)}), name
 
     def test_a_field_it_does_not_have_is_refused(self) -> None:
         hit = Hit(id="h", doc_id="d", text="t", score=1.0)
