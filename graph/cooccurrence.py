@@ -125,7 +125,8 @@ def related_from_counts(counts: PairCounts, settings: GraphSettings) -> list[Edg
     normalised PMI of at least `related_min_npmi`; the strongest `related_max_per_entity` per
     entity.
 
-    Weight and confidence are the NPMI damped by support (count / (count + 1)). Each edge is
+    Weight and confidence are the NPMI damped by support (count / (count + 1)); the NPMI itself
+    is not kept (nothing reads it, and 10k documents keep 250k of these edges). Each edge is
     stored once, from the smaller id to the larger; traversals follow it both ways. Scored and
     ordered as arrays of name ranks: 10k documents make 1.5M co-occurring pairs, over which a
     loop of `npmi` calls and a sort of tuples took most of this step.
@@ -156,14 +157,12 @@ def related_from_counts(counts: PairCounts, settings: GraphSettings) -> list[Edg
             confidence=round(min(1.0, s), 6),
             source=EdgeSource.COOCCURRENCE,
             count=int(n),
-            props={"npmi": round(x, 6)},
         )
-        for i, j, s, n, x in zip(
+        for i, j, s, n in zip(
             a[kept].tolist(),
             b[kept].tolist(),
             strength[kept].tolist(),
             joint[kept].tolist(),
-            score[kept].tolist(),
             strict=True,
         )
     ]

@@ -355,7 +355,7 @@ def corpus_edges(
     keywords = PairCounts(sets=ctx.keywords.sets, df=ctx.keywords.df, joint=cross.keyword_pairs)
     topics, belongs = topics_from_counts(keywords, ctx.surfaces, cross.doc_keywords, cfg)
     for e in (*related_from_counts(cross.units, cfg), *belongs):
-        acc.add_row(e, with_props=False)
+        acc.add_row(e)
     if cfg.sentence_links:
         for e in comention_edges(cross.support, ctx.chunk_df):
             acc.rows[(e.rel, e.src, e.dst)] = e  # one rule makes these, one edge per pair

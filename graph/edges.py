@@ -111,8 +111,14 @@ class EdgeAccumulator:
             props=dict(props or (old.props if old else {})),
         )
 
-    def add_row(self, row: EdgeRow, *, with_props: bool = True) -> None:
-        """`add` with a made row's values (`with_props`: keep its properties too)."""
+    def add_row(self, row: EdgeRow) -> None:
+        """`add` with a made row's values. A row with nothing to merge and final values is kept
+        as it is: `add` would build the same row again (250k co-occurrence edges at 10k docs)."""
+        key = (row.rel, row.src, row.dst)
+        final = row.count >= 0 and _final(row.weight, row.confidence)
+        if final and key not in self.rows and row.src != row.dst:
+            self.rows[key] = row
+            return
         self.add(
             row.rel,
             row.src,
@@ -121,7 +127,7 @@ class EdgeAccumulator:
             source=row.source,
             weight=row.weight,
             count=row.count,
-            props=row.props if with_props else None,
+            props=row.props,
         )
 
     def link(
@@ -136,6 +142,11 @@ class EdgeAccumulator:
         """`src -rel-> entity` for each of `eids`, all made by one rule."""
         for eid in eids:
             self.add(rel, src, entity_ref(eid), confidence=confidence, source=source)
+
+
+def _final(weight: float, confidence: float) -> bool:
+    """Whether `EdgeAccumulator.add` would store these values unchanged."""
+    return weight == round(min(1.0, weight), 6) and confidence == round(min(1.0, confidence), 6)
 
 
 def explains_edges(

@@ -5,9 +5,9 @@ proxy and replica then installs an OpenTelemetry tracer provider whose exporter 
 exporter ('file': JSON spans under the session's `logs/serve/spans/`) or `otlp_span_processors`
 ('otlp': OTLP/HTTP to `serve.tracing_endpoint`), sampled at `serve.tracing_sampling_ratio`.
 `stage` opens the pipeline's spans (classify, each retriever, fuse, the page read, refine) under
-the request's span, so one slow request can be explained stage by stage. Without a provider
-(the API's proxy is all there is) `stage` opens nothing: the API would hand out non-recording
-spans, at about 6 us each and ten per request.
+the request's span, so one slow request can be explained stage by stage. Under a request span
+that is not recording (no provider, or a request the sampler left out) `stage` opens nothing:
+its spans could not record either, and each would cost about 6 us, ten per request.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ embedded head passes it to its workers, `cluster/services/runtime.py`; a KubeRay
 @contextmanager
 def stage(name: str, **attributes: str | int | float) -> Iterator[None]:
     """A span named `name` around one pipeline stage, child of the current (request) span."""
-    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+    if not trace.get_current_span().is_recording():
         yield  # nothing would record it (see the module docstring)
         return
     tracer = trace.get_tracer(TRACER)

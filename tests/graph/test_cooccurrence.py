@@ -81,7 +81,7 @@ def _related_by_the_rule(counts: PairCounts, settings: GraphSettings) -> list[Ed
     for (a, b), n in counts.joint.items():
         score = npmi(n, counts.df[a], counts.df[b], total)
         if n >= settings.related_min_support and score >= settings.related_min_npmi:
-            scored.append((max(0.0, score) * (n / (n + 1.0)), a, b, n, score))
+            scored.append((max(0.0, score) * (n / (n + 1.0)), a, b, n))
     scored.sort(key=lambda s: (-s[0], s[1], s[2]))
     ranked = strongest_per_entity(scored, settings.related_max_per_entity, lambda s: (s[1], s[2]))
     return [
@@ -93,9 +93,8 @@ def _related_by_the_rule(counts: PairCounts, settings: GraphSettings) -> list[Ed
             confidence=round(min(1.0, s), 6),
             source=EdgeSource.COOCCURRENCE,
             count=n,
-            props={"npmi": round(x, 6)},
         )
-        for s, a, b, n, x in ranked
+        for s, a, b, n in ranked
     ]
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from rayweave.cluster.types import Chunk, Level
-from rayweave.graph.edges import chunk_ref, stronger_source
-from rayweave.graph.schema import EdgeSource, NodeLabel, NodeRef
+from rayweave.graph.edges import EdgeAccumulator, chunk_ref, stronger_source
+from rayweave.graph.schema import EdgeRow, EdgeSource, NodeLabel, NodeRef, RelType
 
 
 def sec(cid: str, doc: str, text: str, **kw: object) -> Chunk:
@@ -24,3 +24,37 @@ class TestEdges:
         c = Chunk(id="summary-1", doc_id="doc-1", level=Level.DOCUMENT, text="x")
         assert chunk_ref(c) == NodeRef(NodeLabel.DOCUMENT, "doc-1")
         assert chunk_ref(sec("s", "doc-1", "x")) == NodeRef(NodeLabel.SECTION, "s")
+
+    def test_a_row_kept_as_it_is_equals_what_add_would_make(self) -> None:
+        a, b = NodeRef(NodeLabel.ENTITY, "a"), NodeRef(NodeLabel.ENTITY, "b")
+        rows = [
+            EdgeRow(rel=RelType.RELATED_TO, src=a, dst=b, weight=0.25, confidence=0.25, count=3),
+            # Values `add` rounds, a count it raises to 0, and a self-loop it drops.
+            EdgeRow(rel=RelType.RELATED_TO, src=b, dst=a, weight=0.1234567, confidence=0.5),
+            EdgeRow(rel=RelType.SYNONYM_OF, src=a, dst=b, weight=2.0, count=-1),
+            EdgeRow(rel=RelType.RELATED_TO, src=a, dst=a),
+            # The same key again, by another rule: merged by noisy-OR.
+            EdgeRow(
+                rel=RelType.RELATED_TO,
+                src=a,
+                dst=b,
+                confidence=0.5,
+                source=EdgeSource.EXTRACTOR,
+                props={"k": 1},
+            ),
+        ]
+        kept, made = EdgeAccumulator(), EdgeAccumulator()
+        for row in rows:
+            kept.add_row(row)
+            made.add(
+                row.rel,
+                row.src,
+                row.dst,
+                confidence=row.confidence,
+                source=row.source,
+                weight=row.weight,
+                count=row.count,
+                props=row.props,
+            )
+        assert kept.rows == made.rows
+        assert kept.rows[(RelType.RELATED_TO, a, b)].confidence == 0.625
