@@ -84,31 +84,39 @@ class EdgeAccumulator:
         count: int = 1,
         props: Mapping[str, PropertyValue] | None = None,
     ) -> None:
-        if src == dst:
+        if src.id == dst.id and src == dst:  # ids differ almost always: no `__eq__` call
             return
         key = (rel, src, dst)
         old = self.rows.get(key)
-        count = max(count, old.count if old else 0)
-        if old is None or old.source is source:
-            conf = max(confidence, old.confidence if old else 0.0)
+        if old is None:
+            conf = max(confidence, 0.0)
+            w = weight if weight is not None else conf
+            self.rows[key] = EdgeRow(
+                rel=rel,
+                src=src,
+                dst=dst,
+                weight=round(min(1.0, w), 6),
+                confidence=round(min(1.0, conf), 6),
+                source=source,
+                count=max(count, 0),
+                props=dict(props or {}),
+            )
+            return
+        if old.source is source:
+            conf = max(confidence, old.confidence)
         else:
             # Two independent rules agreeing are stronger than either (noisy-OR).
             conf = 1.0 - (1.0 - confidence) * (1.0 - old.confidence)
-        src_rule = (
-            stronger_source(source, confidence, old.source, old.confidence) if old else source
-        )
-        w = weight if weight is not None else conf
-        if old is not None:
-            w = max(w, old.weight)
+        w = max(weight if weight is not None else conf, old.weight)
         self.rows[key] = EdgeRow(
             rel=rel,
             src=src,
             dst=dst,
             weight=round(min(1.0, w), 6),
             confidence=round(min(1.0, conf), 6),
-            source=src_rule,
-            count=count,
-            props=dict(props or (old.props if old else {})),
+            source=stronger_source(source, confidence, old.source, old.confidence),
+            count=max(count, old.count),
+            props=dict(props or old.props),
         )
 
     def add_row(self, row: EdgeRow) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rayweave.cluster.gc_pause import gc_paused
 from rayweave.cluster.step_clock import StepClock
 from rayweave.cluster.types import Chunk, Document, Entity
 from rayweave.graph.builders import build_graph
@@ -66,6 +67,7 @@ class CorpusPass:
     seconds: dict[str, float] = field(default_factory=dict)  # per step, in the order they ran
 
 
+@gc_paused()
 def rebuild_corpus_edges(
     store: GraphStore,
     *,
