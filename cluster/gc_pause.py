@@ -4,7 +4,7 @@ The corpus pass (`graph/indexing.py`) builds millions of small objects that all 
 ends: chunk records, tallies, edge rows. Every few hundred allocations past its thresholds the
 collector runs, and each run of its oldest generation walks every live object, so its cost grows
 with the corpus as well as with the work: at 10k documents it was a third of the pass's compute
-(docs/experiments/2026-11-28-upkeep-costs.md). Nothing the pass builds needs the collector to be
+(docs/experiments/2026-11-28-collector-pause.md). Nothing the pass builds needs the collector to be
 freed (no reference cycles that must go before it ends); what cyclic garbage other code leaves
 meanwhile is collected after it. The switch is process-wide, so it is kept to the pass.
 """
