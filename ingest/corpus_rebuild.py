@@ -16,12 +16,14 @@ pass does; readers see the old layer, then both, never neither.
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from rayweave.cluster.gc_pause import gc_paused
 from rayweave.cluster.settings import Settings
 from rayweave.graph.corpus_phases import (
     Context,
@@ -204,7 +206,8 @@ def relink_synonyms(settings: Settings, collection: str) -> None:
 def _task(
     fn: Callable[..., Any], *, returns: int = 1, spread: bool = False, here: bool = False
 ) -> Any:
-    """`fn` as a Ray task (`spread`: over every node rather than packed onto the first; `here`:
+    """`fn` as a Ray task, run with the cyclic collector paused as the driver's pass is
+    (`cluster/gc_pause.py`; `spread`: over every node rather than packed onto the first; `here`:
     on the driver's node, where an embedded store's files are)."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -215,7 +218,16 @@ def _task(
     if here:
         node = ray.get_runtime_context().get_node_id()
         opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=False)
-    return ray.remote(fn).options(**opts)
+    return ray.remote(_paused(fn)).options(**opts)
+
+
+def _paused(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with gc_paused():
+            return fn(*args, **kwargs)
+
+    return run
 
 
 def _read_share(

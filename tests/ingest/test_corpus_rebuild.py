@@ -1,8 +1,10 @@
 """The full rebuild as a Ray job over shares of the corpus: it leaves the graph a fresh ingest
-built, repairs a damaged layer, and on three raylets puts its shares on all three."""
+built, repairs a damaged layer, and on three raylets puts its shares on all three; its tasks run
+with the cyclic collector paused."""
 
 from __future__ import annotations
 
+import gc
 import uuid
 from pathlib import Path
 
@@ -11,12 +13,20 @@ from tests_support import graph_snapshot, joined_nodes
 
 from rayweave.cluster.settings import Settings
 from rayweave.graph.store import open_graph_store
-from rayweave.ingest.corpus_rebuild import rebuild_on_cluster
+from rayweave.ingest.corpus_rebuild import _paused, rebuild_on_cluster
 from rayweave.ingest.pipeline import finalize, run_ingest
 
-pytestmark = pytest.mark.integration
-
 SAMPLE = Path(__file__).resolve().parents[2] / "ingest" / "sample_corpus"
+
+
+def test_a_task_runs_with_the_collector_paused_and_keeps_its_name() -> None:
+    def tally(share: list[int]) -> tuple[int, bool]:
+        return sum(share), gc.isenabled()
+
+    task = _paused(tally)
+    assert task([1, 2]) == (3, False)
+    assert gc.isenabled()
+    assert task.__name__ == "tally"  # Ray names the task after it
 
 
 def small_shares(settings: Settings, documents: int) -> Settings:
@@ -41,6 +51,7 @@ def snapshot(settings: Settings, collection: str) -> object:
         store.close()
 
 
+@pytest.mark.integration
 def test_a_rebuild_in_shares_repairs_the_layer_a_fresh_ingest_built(
     ingested: tuple[Settings, str],
 ) -> None:
@@ -77,6 +88,7 @@ def test_a_rebuild_in_shares_repairs_the_layer_a_fresh_ingest_built(
 
 
 @pytest.mark.slow
+@pytest.mark.integration
 def test_on_three_raylets_every_node_gets_shares(ingested: tuple[Settings, str]) -> None:
     settings, collection = ingested
     fresh = snapshot(settings, collection)
