@@ -91,32 +91,25 @@ class EdgeAccumulator:
         if old is None:
             conf = max(confidence, 0.0)
             w = weight if weight is not None else conf
-            self.rows[key] = EdgeRow(
-                rel=rel,
-                src=src,
-                dst=dst,
-                weight=round(min(1.0, w), 6),
-                confidence=round(min(1.0, conf), 6),
-                source=source,
-                count=max(count, 0),
-                props=dict(props or {}),
-            )
-            return
-        if old.source is source:
-            conf = max(confidence, old.confidence)
+            rule, kept = source, props or {}
         else:
-            # Two independent rules agreeing are stronger than either (noisy-OR).
-            conf = 1.0 - (1.0 - confidence) * (1.0 - old.confidence)
-        w = max(weight if weight is not None else conf, old.weight)
+            if old.source is source:
+                conf = max(confidence, old.confidence)
+            else:
+                # Two independent rules agreeing are stronger than either (noisy-OR).
+                conf = 1.0 - (1.0 - confidence) * (1.0 - old.confidence)
+            w = max(weight if weight is not None else conf, old.weight)
+            rule = stronger_source(source, confidence, old.source, old.confidence)
+            count, kept = max(count, old.count), props or old.props
         self.rows[key] = EdgeRow(
             rel=rel,
             src=src,
             dst=dst,
             weight=round(min(1.0, w), 6),
             confidence=round(min(1.0, conf), 6),
-            source=stronger_source(source, confidence, old.source, old.confidence),
-            count=max(count, old.count),
-            props=dict(props or old.props),
+            source=rule,
+            count=max(count, 0),
+            props=dict(kept),
         )
 
     def add_row(self, row: EdgeRow) -> None:
