@@ -105,8 +105,8 @@ class EdgeAccumulator:
             rel=rel,
             src=src,
             dst=dst,
-            weight=round(min(1.0, w), 6),
-            confidence=round(min(1.0, conf), 6),
+            weight=_stored(w),
+            confidence=_stored(conf),
             source=rule,
             count=max(count, 0),
             props=dict(kept),
@@ -145,9 +145,14 @@ class EdgeAccumulator:
             self.add(rel, src, entity_ref(eid), confidence=confidence, source=source)
 
 
+def _stored(value: float) -> float:
+    """A weight or confidence as `EdgeAccumulator` stores it: at most 1, six decimals."""
+    return round(min(1.0, value), 6)
+
+
 def _final(weight: float, confidence: float) -> bool:
     """Whether `EdgeAccumulator.add` would store these values unchanged."""
-    return weight == round(min(1.0, weight), 6) and confidence == round(min(1.0, confidence), 6)
+    return weight == _stored(weight) and confidence == _stored(confidence)
 
 
 def explains_edges(

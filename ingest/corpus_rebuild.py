@@ -222,6 +222,7 @@ def _task(
 
 
 def _paused(fn: Callable[..., Any]) -> Callable[..., Any]:
+    # Not `gc_paused()(fn)`: that wrapper holds a generator, which Ray cannot pickle.
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
         with gc_paused():

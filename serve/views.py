@@ -98,21 +98,20 @@ def resolve_list(hits: Sequence[Hit], view: DocumentView, evidence: Evidence) ->
         return list(hits)
     groups: dict[str, list[tuple[int, Hit]]] = {}
     for rank, h in enumerate(hits, start=1):
-        unit = unit_of(h, view)
-        if unit in groups:
-            groups[unit].append((rank, h))
-        else:
-            groups[unit] = [(rank, h)]
+        groups.setdefault(unit_of(h, view), []).append((rank, h))
     floor = min(h.score for h in hits) if evidence != "max" else 0.0
     units = []
     reordered = False  # whether a unit now stands at a rank that is not its first chunk's
     for position, (unit, members) in enumerate(groups.items(), start=1):
+        rule = _rule(members, evidence)
         rank, hit = members[0]
-        if len(members) == 1 and hit.id == unit and _as_found(hit, evidence):
+        # Alone and its own unit: its rank already says what 'max' or its content would.
+        as_found = rule == "max" or (rule == "content" and hit.level is not Level.DOCUMENT)
+        if len(members) == 1 and hit.id == unit and as_found:
             moved = rank != position  # a merge above it: the rank it had goes with it
             units.append(hit.evolve(metadata={**hit.metadata, LIST_RANK: rank}) if moved else hit)
             continue
-        resolved = _unit(unit, members, _rule(members, evidence), floor, len(hits))
+        resolved = _unit(unit, members, rule, floor, len(hits))
         reordered |= resolved.metadata.get(LIST_RANK, rank) != rank
         units.append(resolved)
     if evidence == "mean":
@@ -121,15 +120,6 @@ def resolve_list(hits: Sequence[Hit], view: DocumentView, evidence: Evidence) ->
         ranked = [(int(h.metadata.get(LIST_RANK, i)), h) for i, h in enumerate(units, start=1)]
         units = [h for _, h in sorted(ranked, key=lambda pair: pair[0])]
     return units
-
-
-def _as_found(hit: Hit, evidence: Evidence) -> bool:
-    """Whether a hit that is alone in its unit, and is that unit, scores as the list found it:
-    its rank already says what 'max' or its content would."""
-    if evidence == "max" or not _summarised(hit):  # most hits: no summary, or 'max' anyway
-        return True
-    rule = _rule(((0, hit),), evidence)
-    return rule == "max" or (rule == "content" and hit.level is not Level.DOCUMENT)
 
 
 def resolve_views(
