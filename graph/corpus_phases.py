@@ -110,12 +110,21 @@ class NameTally:
             self.surfaces.setdefault(kw, Counter()).update(forms)
 
 
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """What phase 1 reads off a share that phase 3 needs again: its normalised names, which
+    the lexicon resolves, and each document's keywords."""
+
+    names: CollectedNames
+    doc_keywords: Mapping[str, set[str]]
+
+
 def tally_names(share: Share) -> NameTally:
     return _tally_names(share)[0]
 
 
-def _tally_names(share: Share) -> tuple[NameTally, CollectedNames]:
-    """The share's tally, and its normalised names that phase 3 resolves."""
+def _tally_names(share: Share) -> tuple[NameTally, Kept]:
+    """The share's tally, and what phase 3 reads of it again."""
     resolver = EntityResolver()
     names = _names(resolver, share)
     doc_keywords, surfaces = document_keywords(share.chunks)
@@ -128,7 +137,7 @@ def _tally_names(share: Share) -> tuple[NameTally, CollectedNames]:
         keywords=keywords,
         surfaces=dict(surfaces),
     )
-    return tally, names
+    return tally, Kept(names=names, doc_keywords=doc_keywords)
 
 
 def _names(resolver: EntityResolver, share: Share) -> CollectedNames:
@@ -271,14 +280,17 @@ def share_edges(
     lex: Lexicon,
     ctx: Context,
     found: Found | None = None,
-    names: CollectedNames | None = None,
+    kept: Kept | None = None,
 ) -> ShareEdges:
-    """`found` and `names`: the share's gazetteer matches and normalised names, when an earlier
-    phase kept them."""
+    """`found` and `kept`: the share's gazetteer matches and what phase 1 read off it, when an
+    earlier phase kept them."""
     chunks, resolver, cfg = share.chunks, lex.resolver, ctx.settings
     found = lex.found(chunks) if found is None else found
-    if names is None:  # its normalised names; `lex` resolves them
-        names = _names(EntityResolver(), share)
+    if kept is None:
+        kept = Kept(
+            names=_names(EntityResolver(), share), doc_keywords=document_keywords(chunks)[0]
+        )
+    names = kept.names
     acc = EdgeAccumulator()
     explains_edges(acc, resolver, chunks, names)
     extracted = extracted_entities(chunks, share.mentions, share.extractions)
@@ -298,8 +310,7 @@ def share_edges(
     cross.units.count_pairs(unit_sets)
     if cfg.sentence_links:
         cross.support = _sentence_support(share, names, lex, ctx)
-    doc_keywords, _ = document_keywords(chunks)
-    cross.doc_keywords = frequent_keywords(doc_keywords, ctx.keywords, cfg)
+    cross.doc_keywords = frequent_keywords(kept.doc_keywords, ctx.keywords, cfg)
     pairs = PairCounts()
     pairs.count_pairs(cross.doc_keywords.values())
     cross.keyword_pairs = pairs.joint
@@ -374,11 +385,11 @@ def build_in_one(
 ) -> GraphBatch:
     """Every phase over one share, the gazetteer pass run once (`find`: how; default
     `Lexicon.found`)."""
-    names, collected = _tally_names(share)
+    names, kept = _tally_names(share)
     lex = lexicon(names, settings, known=known)
     found = (find or Lexicon.found)(lex, share.chunks)
     ctx = context(names, tally_matches(share, lex, found), settings)
-    part = share_edges(share, lex, ctx, found, collected)
+    part = share_edges(share, lex, ctx, found, kept)
     edges, topics, entities = corpus_edges(part.cross, lex, ctx)
     return GraphBatch(entities=tuple(entities), topics=tuple(topics), edges=(*part.edges, *edges))
 

@@ -105,6 +105,7 @@ def rebuild_corpus_edges(
     with clock.step("write"):
         # Edges are written only between nodes that exist: topics first, as entities.
         topics = store.write_topics(batch.topics)
+        synced: list[str] | None = None  # the keys of the entities written (None: all)
         if stored is None:
             entities = store.write_entities(batch.entities, mode="replace")
             run = uuid.uuid4().hex
@@ -112,19 +113,21 @@ def rebuild_corpus_edges(
             gone = store.delete_stale(run, CORPUS_SOURCES)
             edges = EdgeSync(edges_written=written, edges_deleted=gone, edges_unchanged=0)
         else:
-            entities = store.sync_entities(batch.entities)
+            synced = store.sync_entities(batch.entities)
+            entities = len(synced)
             edges = store.sync_edges(
                 batch.edges, CORPUS_SOURCES, stored=stored.view, keep_view=snapshot is not None
             )
     with clock.step("clean up"):
         store.delete_topics_except(batch.topics)
-        store.delete_unlisted_aliases()
-        # Entities nothing introduces any more (a plural now merged into its singular, a deleted
-        # document's names) go; a zero threshold drops no edge. After a sync from a snapshot,
-        # only the entities at an end of an edge it wrote or deleted can have lost what
-        # introduced them; a pass that read the layer whole (the first, after a crash, `full`)
-        # looks at every entity.
+        # After a sync from a snapshot, only the entities it wrote can list fewer aliases, and
+        # only those at an end of an edge it wrote or deleted can have lost what introduced
+        # them (a plural now merged into its singular, a deleted document's names): those go,
+        # as a zero threshold drops no edge. A pass that read the layer whole (the first, after
+        # a crash, `full`) looks at every alias and entity, as an interrupted one may have
+        # written rows it did not get to clean up after.
         partial = stored is not None and stored.reread is not None
+        store.delete_unlisted_aliases(among=synced if partial else None)
         store.prune(0.0, among=edges.entity_ends if partial else None)
         store.touch()
     with clock.step("memo files"):

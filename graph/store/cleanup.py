@@ -6,7 +6,7 @@ counts exactly what the real run removes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +86,21 @@ _UNLISTED_ALIAS_LINKS = """
 """
 _UNLINKED_ALIASES = """
     MATCH (a:Alias {ns: $ns})
+    WHERE NOT EXISTS { MATCH (a)-[:ALIAS_OF]->() }
+    DETACH DELETE a
+"""
+# The same, for the aliases of some entities only (found by key first, see `stored_edges`).
+_UNLISTED_ALIAS_LINKS_OF = """
+    UNWIND $keys AS k
+    MATCH (e:Entity {key: k})
+    MATCH (a:Alias)-[x:ALIAS_OF]->(e)
+    WHERE NOT a.norm IN e.aliases
+    DELETE x
+    RETURN DISTINCT a.key AS akey
+"""
+_UNLINKED_ALIASES_OF = """
+    UNWIND $keys AS k
+    MATCH (a:Alias {key: k})
     WHERE NOT EXISTS { MATCH (a)-[:ALIAS_OF]->() }
     DETACH DELETE a
 """
@@ -216,10 +231,20 @@ def delete_detached_chunks(tx: neo4j.ManagedTransaction, ns: str) -> int:
     )
 
 
-def delete_unlisted_aliases(tx: neo4j.ManagedTransaction, ns: str) -> None:
-    """Drop the alias links their entity no longer lists, then the aliases left unlinked."""
-    tx.run(q(_UNLISTED_ALIAS_LINKS), {"ns": ns}).consume()
-    tx.run(q(_UNLINKED_ALIASES), {"ns": ns}).consume()
+def delete_unlisted_aliases(
+    tx: neo4j.ManagedTransaction, ns: str, among: Sequence[str] | None = None
+) -> None:
+    """Drop the alias links their entity no longer lists, then the aliases left unlinked;
+    `among`: the keys of the only entities whose aliases can have changed."""
+    if among is None:
+        tx.run(q(_UNLISTED_ALIAS_LINKS), {"ns": ns}).consume()
+        tx.run(q(_UNLINKED_ALIASES), {"ns": ns}).consume()
+        return
+    if not among:
+        return
+    unlinked = [r["akey"] for r in tx.run(q(_UNLISTED_ALIAS_LINKS_OF), {"keys": list(among)})]
+    if unlinked:
+        tx.run(q(_UNLINKED_ALIASES_OF), {"keys": unlinked}).consume()
 
 
 def document_exists(tx: neo4j.ManagedTransaction, dkey: str) -> bool:

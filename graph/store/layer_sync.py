@@ -19,7 +19,6 @@ from rayweave.graph.store.connection import StoreConnection
 from rayweave.graph.store.cypher import merge_edges_query, q
 from rayweave.graph.store.writes import GraphWrites, group_edges
 
-_EDGE_FIELDS = {"weight": "w", "confidence": "c", "source": "src", "count": "n"}
 _BOOKKEEPING = frozenset({"run"})
 
 EdgeKey = tuple[str, str, str, str, str]  # (type, start label, end label, start key, end key)
@@ -43,7 +42,13 @@ class EdgeSync:
 
 def _stored_form(row: Mapping[str, Any]) -> dict[str, Any]:
     """An edge row's properties as a replace write stores them."""
-    return {**{prop: row[f] for prop, f in _EDGE_FIELDS.items()}, **row["props"]}
+    return {
+        "weight": row["w"],
+        "confidence": row["c"],
+        "source": row["src"],
+        "count": row["n"],
+        **row["props"],
+    }
 
 
 def _entity_ends(keys: Iterable[EdgeKey]) -> frozenset[str]:
@@ -54,20 +59,18 @@ def _entity_ends(keys: Iterable[EdgeKey]) -> frozenset[str]:
     )
 
 
-def _edge_differs(stored: Mapping[str, Any] | None, row: Mapping[str, Any]) -> bool:
-    if stored is None:
-        return True
-    if any(stored.get(prop) != row[field] for prop, field in _EDGE_FIELDS.items()):
-        return True
-    return any(stored.get(k) != v for k, v in row["props"].items())
+def _edge_differs(stored: Mapping[str, Any] | None, form: Mapping[str, Any]) -> bool:
+    """Whether a replace write of `form` would change the stored edge (a property the row does
+    not set is left as it is: `SET e += r.props`)."""
+    return stored is None or not form.items() <= stored.items()
 
 
 class GraphLayerSync(GraphWrites, StoreConnection):
     """Entity and edge rows written as a difference from what the namespace stores."""
 
-    def sync_entities(self, entities: Sequence[EntityRow]) -> int:
+    def sync_entities(self, entities: Sequence[EntityRow]) -> list[str]:
         """Write the entities whose name, kind or aliases differ from the stored ones; returns
-        how many were written. Entities no row names are left to `prune`."""
+        the keys of those written. Entities no row names are left to `prune`."""
         rows = self.read(
             "MATCH (e:Entity {ns: $ns}) RETURN e.id AS id, e.name AS name, e.kind AS kind, "
             "e.aliases AS aliases",
@@ -79,7 +82,9 @@ class GraphLayerSync(GraphWrites, StoreConnection):
             for e in entities
             if stored.get(e.id) != (e.name, e.kind, unique((normalize_name(e.name), *e.aliases)))
         ]
-        return self.write_entities(changed, mode="replace") if changed else 0
+        if changed:
+            self.write_entities(changed, mode="replace")
+        return [self.key(e.id) for e in changed]
 
     def sync_edges(
         self,
@@ -99,11 +104,13 @@ class GraphLayerSync(GraphWrites, StoreConnection):
         for (rel, src, dst), rows in group_edges(edges, self.key).items():
             changed = []
             synced = src in _SYNCED_STARTS
+            t, la, lb = rel.value, src.value, dst.value
             for (s, d), row in rows.items():
-                key = (rel.value, src.value, dst.value, s, d)
+                key = (t, la, lb, s, d)
+                form = _stored_form(row)
                 if view is not None and synced:
-                    view[key] = _stored_form(row)
-                if _edge_differs(stored.pop(key, None), row):
+                    view[key] = form
+                if _edge_differs(stored.pop(key, None), form):
                     changed.append(row)
                     touched.append(key)
                 else:
@@ -124,9 +131,12 @@ class GraphLayerSync(GraphWrites, StoreConnection):
             entity_ends=_entity_ends([*touched, *stored]),
         )
 
-    def delete_unlisted_aliases(self) -> None:
-        """Alias links that their entity's aliases no longer list go."""
-        self._write("sync_aliases", lambda tx: delete_unlisted_aliases(tx, self.ns))
+    def delete_unlisted_aliases(self, among: Iterable[str] | None = None) -> None:
+        """Alias links that their entity's aliases no longer list go, and the aliases they
+        leave unlinked; `among`: the keys of the only entities that can have such links (those
+        a replace write changed), looked at instead of every alias."""
+        keys = None if among is None else sorted(set(among))
+        self._write("sync_aliases", lambda tx: delete_unlisted_aliases(tx, self.ns, keys))
 
     def stored_edges(
         self, sources: Iterable[EdgeSource], *, touching: Iterable[str] | None = None

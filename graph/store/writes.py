@@ -56,13 +56,14 @@ def group_edges(edges: Sequence[EdgeRow], key: Callable[[str], str]) -> _EdgeGro
     """Edge rows by (type, end labels), one per pair of ends: the most confident, then the
     heaviest, of the duplicates a batch carries."""
     groups: _EdgeGroups = defaultdict(dict)
+    keys = _KeyCache(key)  # a corpus pass names each entity in hundreds of edges
     for e in edges:
         row: dict[str, Any] = {
-            "s": key(e.src.id),
-            "d": key(e.dst.id),
+            "s": keys[e.src.id],
+            "d": keys[e.dst.id],
             "w": float(e.weight),
             "c": float(e.confidence),
-            "src": e.source.value,
+            "src": e.source._value_,  # not `.value`, a property lookup per edge
             "n": int(e.count),
             "props": dict(e.props),
         }
@@ -71,6 +72,18 @@ def group_edges(edges: Sequence[EdgeRow], key: Callable[[str], str]) -> _EdgeGro
         if old is None or (row["c"], row["w"]) > (old["c"], old["w"]):
             group[(row["s"], row["d"])] = row
     return groups
+
+
+class _KeyCache(dict[str, str]):
+    """Node id -> store key, each computed once."""
+
+    def __init__(self, key: Callable[[str], str]) -> None:
+        super().__init__()
+        self._key = key
+
+    def __missing__(self, node_id: str) -> str:
+        value = self[node_id] = self._key(node_id)
+        return value
 
 
 class GraphWrites(StoreConnection):
