@@ -389,9 +389,12 @@ class GraphSettings(_Group):
         "(about 120 bytes an edge), so the next one reads back from the store only the edges "
         "of nodes written since, not the whole layer; and each chunk's gazetteer matches, so "
         "the next one matches only new or edited chunks and those a changed name can occur "
-        "in. Caches: the edges are checked against the store's change log, the matches against "
-        "each chunk's text and the names; a stale or foreign file is ignored. Off: every "
-        "upkeep reads the layer and matches every chunk.",
+        "in; and each document's own edges' inputs (the corpus facts its rules read, its "
+        "co-occurrence contribution), so the next one recomputes and compares only the "
+        "documents a change can reach. Caches: the edges are checked against the store's "
+        "change log, the matches against each chunk's text and the names, each document "
+        "against its text and the facts it read; a stale or foreign file is ignored. Off: "
+        "every upkeep reads the layer, matches every chunk and computes every document.",
     )
     rebuild_share_documents: int = Field(
         default=500,

@@ -136,9 +136,13 @@ def pair_support(
     support: dict[tuple[str, str], float] = defaultdict(float)
     count: Counter[tuple[str, str]] = Counter()
     for names in sentences:
-        kept = sorted(names, key=lambda e: (df.get(e, 1), e))[:MAX_SENTENCE_ENTITIES]
-        if len(kept) < 2:
+        if len(names) < 2:
             continue
+        # Rarity decides only what a long sentence keeps: a short one reads no frequency.
+        if len(names) > MAX_SENTENCE_ENTITIES:
+            kept = sorted(names, key=lambda e: (df.get(e, 1), e))[:MAX_SENTENCE_ENTITIES]
+        else:
+            kept = list(names)
         share = 1.0 / (len(kept) - 1)
         kept.sort()
         for i, a in enumerate(kept):

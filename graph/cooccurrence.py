@@ -196,19 +196,6 @@ def strongest_per_entity(
         yield pair
 
 
-def frequent_keywords(
-    doc_keywords: Mapping[str, set[str]], counts: PairCounts, settings: GraphSettings
-) -> dict[str, set[str]]:
-    """Each document's keywords seen in at least `topic_min_support` documents (`counts`: the
-    corpus's keyword document frequencies); documents with none are left out."""
-    out: dict[str, set[str]] = {}
-    for doc_id, kws in doc_keywords.items():
-        kept = {k for k in kws if counts.df[k] >= settings.topic_min_support}
-        if kept:
-            out[doc_id] = kept
-    return out
-
-
 def topics_from_counts(
     counts: PairCounts,
     surface: Mapping[str, Counter[str]],

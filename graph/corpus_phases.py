@@ -10,9 +10,10 @@ what the next phase needs:
    its chunks name, its keywords' document frequencies. Merged into a `Lexicon`.
 2. `tally_matches`: in how many units and chunks each entity is named, and what the wanted
    reference targets point at. Merged into a `Context` (the generic names, sentence rarity).
-3. `share_edges`: every edge that starts at the share's chunks or documents, plus the tallies
-   of what crosses shares (`CrossTally`: unit co-occurrence, sentence pair support, keyword
-   pairs, an extractor's statements).
+3. `share_edges`: document by document (`graph/document_edges.py`), every edge that starts at
+   the document's chunks or Document node, and what it adds across documents; counted over the
+   share into its `CrossTally` (unit co-occurrence, sentence pair support, keyword pairs, an
+   extractor's statements).
 4. `corpus_edges`: from the merged cross tallies, the edges between entities, the topics, and
    the entity rows the edges use.
 
@@ -25,36 +26,32 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol, TypeVar
 
 from rayweave.cluster.settings import GraphSettings
-from rayweave.cluster.types import Chunk, ContentType, Document, Entity, Level
-from rayweave.graph.comentions import (
-    chunk_sentences,
-    comention_edges,
-    pair_support,
-    sentence_entities,
-)
+from rayweave.cluster.types import Chunk, Level
+from rayweave.graph.comentions import comention_edges
 from rayweave.graph.cooccurrence import (
     PairCounts,
     chunk_units,
     document_keywords,
-    frequent_keywords,
     related_from_counts,
     topics_from_counts,
-    unit_entities,
+)
+from rayweave.graph.document_edges import (
+    CrossTally,
+    DocumentPart,
+    Facts,
+    cross_tally,
+    document_part,
 )
 from rayweave.graph.edges import (
     EdgeAccumulator,
-    Statement,
     TargetRank,
     add_statements,
-    code_edges,
-    error_edges,
-    explains_edges,
     reference_keys,
     reference_targets,
-    statement_rows,
 )
 from rayweave.graph.entities import (
     CollectedNames,
@@ -63,30 +60,17 @@ from rayweave.graph.entities import (
     collect_names,
     document_titles,
 )
-from rayweave.graph.extraction import Extraction
 from rayweave.graph.mentions import (
     Gazetteer,
     Match,
-    extracted_entities,
     gazetteer,
     generic_from_counts,
-    mention_edges,
     unit_frequencies,
 )
 from rayweave.graph.schema import EdgeRow, EntityRow, GraphBatch, NodeLabel, NodeRef, TopicRow
+from rayweave.graph.share import Found, Kept, Share, by_document
 
-Found = Mapping[str, Mapping[str, Match]]  # chunk id -> entity id -> its gazetteer match
-
-
-@dataclass(frozen=True, slots=True)
-class Share:
-    """Whole documents' chunks, with an NER extractor's entities and a graph extractor's output
-    per chunk id (`documents`: optional Document records, for titles and reference targets)."""
-
-    chunks: Sequence[Chunk]
-    mentions: Mapping[str, Sequence[Entity]] = field(default_factory=dict)
-    extractions: Mapping[str, Extraction] = field(default_factory=dict)
-    documents: Sequence[Document] = ()
+__all__ = ["CrossTally", "Found", "Kept", "Share"]
 
 
 # 1. Names ----------------------------------------------------------------------------------
@@ -108,15 +92,6 @@ class NameTally:
         self.keywords.merge(other.keywords)
         for kw, forms in other.surfaces.items():
             self.surfaces.setdefault(kw, Counter()).update(forms)
-
-
-@dataclass(frozen=True, slots=True)
-class Kept:
-    """What phase 1 reads off a share that phase 3 needs again: its normalised names, which
-    the lexicon resolves, and each document's keywords."""
-
-    names: CollectedNames
-    doc_keywords: Mapping[str, set[str]]
 
 
 def tally_names(share: Share) -> NameTally:
@@ -145,7 +120,7 @@ def _names(resolver: EntityResolver, share: Share) -> CollectedNames:
     return collect_names(resolver, share.chunks, titles, share.mentions, share.extractions)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Lexicon:
     """The corpus's names: what every share resolves and matches against."""
 
@@ -156,6 +131,10 @@ class Lexicon:
     max_ngram: int
 
     def gazetteer(self) -> Gazetteer:
+        return self._gazetteer
+
+    @cached_property
+    def _gazetteer(self) -> Gazetteer:  # built once: both the chunks and sentences match it
         return gazetteer(self.resolver, self.rows, self.max_ngram)
 
     def matcher(self) -> Callable[[str], dict[str, Match]]:
@@ -247,26 +226,23 @@ def context(names: NameTally, matches: MatchTally, settings: GraphSettings) -> C
 # 3. Edges of a share -----------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class CrossTally:
-    """What a share counts towards edges that do not start at its own nodes."""
+def facts(lex: Lexicon, ctx: Context) -> Facts:
+    """What phase 3 reads of the corpus, from phases 1 and 2 (the gazetteer built once)."""
+    df, least = ctx.keywords.df, ctx.settings.topic_min_support
 
-    units: PairCounts = field(default_factory=PairCounts)  # entities per co-occurrence unit
-    support: dict[tuple[str, str], tuple[float, int]] = field(default_factory=dict)
-    keyword_pairs: Counter[tuple[str, str]] = field(default_factory=Counter)
-    doc_keywords: dict[str, set[str]] = field(default_factory=dict)  # frequent ones
-    statements: list[Statement] = field(default_factory=list)
-    entities: set[str] = field(default_factory=set)  # entity ids the share's edges use
+    def frequent(keyword: str) -> bool:
+        return df[keyword] >= least
 
-    def merge(self, other: CrossTally) -> None:
-        self.units.merge(other.units)
-        for pair, (s, n) in other.support.items():
-            s0, n0 = self.support.get(pair, (0.0, 0))
-            self.support[pair] = (s0 + s, n0 + n)
-        self.keyword_pairs.update(other.keyword_pairs)
-        self.doc_keywords.update(other.doc_keywords)
-        self.statements.extend(other.statements)
-        self.entities |= other.entities
+    return Facts(
+        resolver=lex.resolver,
+        match=lex.matcher(),
+        symbols=frozenset(r.id for r in lex.rows if r.kind == "symbol"),
+        generic=ctx.generic,
+        targets=ctx.targets,
+        frequent=frequent,
+        has_sections=lex.has_sections,
+        settings=ctx.settings,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,81 +251,40 @@ class ShareEdges:
     cross: CrossTally
 
 
+PartsOf = Callable[[Share, Facts, Found, Kept], list[DocumentPart]]
+"""How a pass gets its documents' phase 3 parts: `document_parts`, or a memo of an earlier
+pass's (`graph/edge_memo.py`)."""
+
+
+def document_parts(share: Share, facts: Facts, found: Found, kept: Kept) -> list[DocumentPart]:
+    return [document_part(d, one, facts, found, own) for d, one, own in by_document(share, kept)]
+
+
 def share_edges(
     share: Share,
     lex: Lexicon,
     ctx: Context,
     found: Found | None = None,
     kept: Kept | None = None,
+    *,
+    parts_of: PartsOf | None = None,
 ) -> ShareEdges:
-    """`found` and `kept`: the share's gazetteer matches and what phase 1 read off it, when an
-    earlier phase kept them."""
-    chunks, resolver, cfg = share.chunks, lex.resolver, ctx.settings
+    """Phase 3, document by document (`graph/document_edges.py`). `found` and `kept`: the
+    share's gazetteer matches and what phase 1 read off it, when an earlier phase kept them;
+    `parts_of`: how the documents' parts are got (default `document_parts`; a memo leaves out
+    the edges of the documents it reuses, which the store already holds)."""
+    chunks = share.chunks
     found = lex.found(chunks) if found is None else found
     if kept is None:
         kept = Kept(
             names=_names(EntityResolver(), share), doc_keywords=document_keywords(chunks)[0]
         )
-    names = kept.names
-    acc = EdgeAccumulator()
-    explains_edges(acc, resolver, chunks, names)
-    extracted = extracted_entities(chunks, share.mentions, share.extractions)
-    mention_edges(acc, resolver, chunks, found, ctx.generic, extracted)
-    code_edges(acc, resolver, chunks, ctx.targets, _symbol_uses(chunks, found, lex.rows))
-    error_edges(acc, resolver, chunks)
-
-    cross = CrossTally(statements=statement_rows(resolver, chunks, share.extractions))
-    units = chunk_units(chunks, has_sections=lex.has_sections)
-    entity_edges = [
-        e
-        for e in acc.rows.values()
-        if e.dst.label is NodeLabel.ENTITY and e.src.label is not NodeLabel.ENTITY
-    ]
-    unit_sets = unit_entities(entity_edges, units)
-    cross.units.count_sets(unit_sets)
-    cross.units.count_pairs(unit_sets)
-    if cfg.sentence_links:
-        cross.support = _sentence_support(share, names, lex, ctx)
-    cross.doc_keywords = frequent_keywords(kept.doc_keywords, ctx.keywords, cfg)
-    pairs = PairCounts()
-    pairs.count_pairs(cross.doc_keywords.values())
-    cross.keyword_pairs = pairs.joint
-    edges = list(acc.rows.values())
-    cross.entities = {e.dst.id for e in edges if e.dst.label is NodeLabel.ENTITY}
-    return ShareEdges(edges=edges, cross=cross)
-
-
-def _symbol_uses(
-    chunks: Sequence[Chunk], found: Found, entity_rows: Sequence[EntityRow]
-) -> dict[str, list[str]]:
-    """Per code chunk, the symbol entities its text names (candidates for USES)."""
-    symbol_ids = {r.id for r in entity_rows if r.kind == "symbol"}
-    return {
-        c.id: [eid for eid in found[c.id] if eid in symbol_ids]
-        for c in chunks
-        if c.content_type is ContentType.CODE
-    }
-
-
-def _sentence_support(
-    share: Share, names: CollectedNames, lex: Lexicon, ctx: Context
-) -> dict[tuple[str, str], tuple[float, int]]:
-    """CO_MENTIONED support between the entities of each sentence (`graph/comentions.py`), with
-    rarity from the corpus's chunks naming each entity."""
-    match = lex.matcher()
-    doc_of = {c.id: c.doc_id for c in share.chunks}
-    per_sentence: list[dict[str, float]] = []
-    for cid, texts in chunk_sentences(share.chunks).items():
-        matches = [match(t) for t in texts]
-        subjects = _subjects(lex.resolver, names, cid, doc_of[cid])
-        per_sentence += sentence_entities(texts, matches, subjects, ctx.generic)
-    return pair_support(per_sentence, ctx.chunk_df)
-
-
-def _subjects(resolver: EntityResolver, names: CollectedNames, cid: str, doc_id: str) -> list[str]:
-    """The entities a chunk is about: its document's title and its own heading."""
-    forms = [names.titles.get(doc_id), names.headings.get(cid)]
-    return [eid for form in forms if form for eid in resolver.resolve(form)]
+    parts = (parts_of or document_parts)(share, facts(lex, ctx), found, kept)
+    tallies = (p.tally for p in parts)
+    return ShareEdges(
+        edges=[e for p in parts for e in p.edges],
+        cross=cross_tally(tallies, ctx.chunk_df, ctx.settings),
+    )
 
 
 # 4. Edges across shares --------------------------------------------------------------------
@@ -382,14 +317,15 @@ def build_in_one(
     *,
     known: Mapping[str, Sequence[str]] | None = None,
     find: FindMatches | None = None,
+    parts_of: PartsOf | None = None,
 ) -> GraphBatch:
     """Every phase over one share, the gazetteer pass run once (`find`: how; default
-    `Lexicon.found`)."""
+    `Lexicon.found`; `parts_of`: see `share_edges`)."""
     names, kept = _tally_names(share)
     lex = lexicon(names, settings, known=known)
     found = (find or Lexicon.found)(lex, share.chunks)
     ctx = context(names, tally_matches(share, lex, found), settings)
-    part = share_edges(share, lex, ctx, found, kept)
+    part = share_edges(share, lex, ctx, found, kept, parts_of=parts_of)
     edges, topics, entities = corpus_edges(part.cross, lex, ctx)
     return GraphBatch(entities=tuple(entities), topics=tuple(topics), edges=(*part.edges, *edges))
 

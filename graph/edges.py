@@ -14,7 +14,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from rayweave.cluster.types import Chunk, ContentType, Document, Level
-from rayweave.graph.entities import CollectedNames, EntityResolver, error_names
+from rayweave.graph.entities import CollectedNames, Resolves, error_names
 from rayweave.graph.extraction import Extraction
 from rayweave.graph.names import is_code_name, normalize_name
 from rayweave.graph.schema import EdgeRow, EdgeSource, NodeLabel, NodeRef, PropertyValue, RelType
@@ -157,7 +157,7 @@ def _final(weight: float, confidence: float) -> bool:
 
 def explains_edges(
     acc: EdgeAccumulator,
-    resolver: EntityResolver,
+    resolver: Resolves,
     chunks: Sequence[Chunk],
     names: CollectedNames,
 ) -> None:
@@ -185,7 +185,7 @@ def _explained_by(chunk: Chunk, names: CollectedNames) -> Iterator[tuple[str, fl
 
 def code_edges(
     acc: EdgeAccumulator,
-    resolver: EntityResolver,
+    resolver: Resolves,
     chunks: Sequence[Chunk],
     refs: Mapping[str, NodeRef],
     symbol_uses: Mapping[str, Iterable[str]],
@@ -232,7 +232,7 @@ def code_edges(
         )
 
 
-def error_edges(acc: EdgeAccumulator, resolver: EntityResolver, chunks: Sequence[Chunk]) -> None:
+def error_edges(acc: EdgeAccumulator, resolver: Resolves, chunks: Sequence[Chunk]) -> None:
     """SOLVES where the chunk explains a fix, else MENTIONS."""
     for c in chunks:
         names = error_names(c)
@@ -254,7 +254,7 @@ Statement = tuple[str, int, EdgeRow]  # (chunk id, position in it, edge)
 
 
 def statement_rows(
-    resolver: EntityResolver, chunks: Sequence[Chunk], extractions: Mapping[str, Extraction]
+    resolver: Resolves, chunks: Sequence[Chunk], extractions: Mapping[str, Extraction]
 ) -> list[Statement]:
     """An extractor's statements: RELATED_TO from subject to object, the predicate kept on the
     edge (the walk follows the relation both ways). Rows of one pair from several chunks merge

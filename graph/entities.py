@@ -11,6 +11,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from rayweave.cluster.types import Chunk, ContentType, Document, Entity, Level
 from rayweave.graph.extraction import Extraction
@@ -138,6 +139,12 @@ class NameCandidate:
         self.aliases |= other.aliases
         if other.title is not None and (self.title is None or other.title > self.title):
             self.title = other.title
+
+
+class Resolves(Protocol):
+    """What the edge rules ask of a lexicon: the entity ids a normalised name denotes."""
+
+    def resolve(self, norm: str) -> list[str]: ...
 
 
 class EntityResolver:

@@ -11,8 +11,10 @@ deletes equals a single ingest of the documents that remain, whatever the batch 
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +22,8 @@ from rayweave.cluster.gc_pause import gc_paused
 from rayweave.cluster.step_clock import StepClock
 from rayweave.cluster.types import Chunk, Document, Entity
 from rayweave.graph.builders import build_graph
+from rayweave.graph.edge_memo import MemoizedParts, load_edge_memo, save_edge_memo
+from rayweave.graph.edges import chunk_ref
 from rayweave.graph.extraction import Extraction, encode_extraction
 from rayweave.graph.layer_snapshot import LayerSnapshot, load_snapshot, save_snapshot, stored_layer
 from rayweave.graph.match_memo import MemoizedMatches, load_memo, save_memo
@@ -64,6 +68,7 @@ class CorpusPass:
     edges: EdgeSync
     reread: int | None = None  # keys whose edges were read back (None: the whole layer)
     rematched: int | None = None  # chunks the gazetteer matched anew (None: no memo kept)
+    reused: int | None = None  # documents whose phase 3 was reused (None: no memo kept)
     seconds: dict[str, float] = field(default_factory=dict)  # per step, in the order they ran
 
 
@@ -74,6 +79,7 @@ def rebuild_corpus_edges(
     full: bool = False,
     snapshot: Path | None = None,
     matches: Path | None = None,
+    parts: Path | None = None,
 ) -> CorpusPass:
     """Build entities, topics and every rule-made edge from all stored chunks and make the
     stored layer equal them (see module docstring), writing only rows that differ (`full`:
@@ -82,7 +88,10 @@ def rebuild_corpus_edges(
     `snapshot`: a file where the pass keeps the edges it synced, so that the next one reads
     back only what changed since (`graph/layer_snapshot.py`); `matches`: a file where it keeps its
     gazetteer matches, so that the next one matches only the chunks a change can touch
-    (`graph/match_memo.py`; `full` matches every chunk and starts the file anew)."""
+    (`graph/match_memo.py`; `full` matches every chunk and starts the file anew); `parts`: a
+    file where it keeps each document's phase 3 and the facts it read, so that the next one
+    recomputes and syncs only the documents a change can reach (`graph/edge_memo.py`; needs
+    the other two)."""
     clock = StepClock()
     # What is stored is known first, from the version before anything is read (see
     # `graph/layer_snapshot.py`): writes that land while the pass runs are re-read next time.
@@ -92,6 +101,7 @@ def rebuild_corpus_edges(
             if full
             else stored_layer(store, CORPUS_SOURCES, load_snapshot(snapshot) if snapshot else None)
         )
+        unsettled = None if stored is None else stored.unsettled
     with clock.step("read chunks"):
         chunks, mentions, extractions = store.documents_content()
         if len(mentions) < len(chunks):  # written by an earlier version: keep its NER entities
@@ -99,8 +109,21 @@ def rebuild_corpus_edges(
             chunks, mentions, extractions = store.documents_content()
     with clock.step("compute"):
         memo = None if matches is None else MemoizedMatches(None if full else load_memo(matches))
+        reuse = None
+        if parts is not None and memo is not None:
+            reuse = MemoizedParts(
+                None if full else load_edge_memo(parts),
+                matches=memo,
+                at=None if stored is None else stored.since,
+                blocked=None if unsettled is None else _documents_at(store, chunks, unsettled),
+            )
         batch = build_graph(
-            chunks, mentions, settings=store.settings, extractions=extractions, find=memo
+            chunks,
+            mentions,
+            settings=store.settings,
+            extractions=extractions,
+            find=memo,
+            parts_of=reuse,
         )
     with clock.step("write"):
         # Edges are written only between nodes that exist: topics first, as entities.
@@ -116,7 +139,11 @@ def rebuild_corpus_edges(
             synced = store.sync_entities(batch.entities)
             entities = len(synced)
             edges = store.sync_edges(
-                batch.edges, CORPUS_SOURCES, stored=stored.view, keep_view=snapshot is not None
+                batch.edges,
+                CORPUS_SOURCES,
+                stored=stored.view,
+                keep_view=snapshot is not None,
+                standing=_node_keys(store, chunks, reuse.reused) if reuse else frozenset(),
             )
     with clock.step("clean up"):
         store.delete_topics_except(batch.topics)
@@ -131,10 +158,14 @@ def rebuild_corpus_edges(
         store.prune(0.0, among=edges.entity_ends if partial else None)
         store.touch()
     with clock.step("memo files"):
+        made = uuid.uuid4().hex  # names this pass in both memos: they are used together
         if snapshot is not None and stored is not None and edges.view is not None:
             save_snapshot(snapshot, LayerSnapshot(ns=store.ns, at=stored.at, view=edges.view))
         if matches is not None and memo is not None and memo.memo is not None:
-            save_memo(matches, memo.memo)
+            save_memo(matches, dataclasses.replace(memo.memo, made=made))
+        kept = None if reuse is None or stored is None else reuse.memo(made, stored.at)
+        if parts is not None and kept is not None:
+            save_edge_memo(parts, kept)
     reread = None if stored is None else stored.reread
     rematched = None if memo is None else memo.rematched
     return CorpusPass(
@@ -143,8 +174,25 @@ def rebuild_corpus_edges(
         edges=edges,
         reread=reread,
         rematched=rematched,
+        reused=None if reuse is None else len(reuse.reused),
         seconds=clock.seconds,
     )
+
+
+def _node_keys(store: GraphStore, chunks: Sequence[Chunk], docs: AbstractSet[str]) -> set[str]:
+    """The store keys of these documents' nodes (their chunks' and their Document's)."""
+    keys = {store.key(d) for d in docs}
+    keys.update(store.key(chunk_ref(c).id) for c in chunks if c.doc_id in docs)
+    return keys
+
+
+def _documents_at(store: GraphStore, chunks: Sequence[Chunk], keys: AbstractSet[str]) -> set[str]:
+    """The documents with a node among these store keys."""
+    return {
+        c.doc_id
+        for c in chunks
+        if store.key(chunk_ref(c).id) in keys or store.key(c.doc_id) in keys
+    }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -161,16 +209,17 @@ def update_entity_layer(
     full: bool = False,
     snapshot: Path | None = None,
     matches: Path | None = None,
+    parts: Path | None = None,
 ) -> EntityLayerUpdate:
     """The maintenance step after documents are written or deleted: the entity layer from the
     stored chunks, then synonymy for the names that changed (none without a name index);
-    `full` rewrites every row and re-encodes every name; `snapshot` and `matches`: see
-    `rebuild_corpus_edges`."""
+    `full` rewrites every row and re-encodes every name; `snapshot`, `matches` and `parts`:
+    see `rebuild_corpus_edges`."""
     if store.begin_maintenance():  # an upkeep died mid-way: what it wrote is not logged
         store.mark_all()
         if snapshot is not None:
             snapshot.unlink(missing_ok=True)
-    corpus = rebuild_corpus_edges(store, full=full, snapshot=snapshot, matches=matches)
+    corpus = rebuild_corpus_edges(store, full=full, snapshot=snapshot, matches=matches, parts=parts)
     clock = StepClock()
     clock.add(corpus.seconds)
     synonyms = None

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rayweave.graph.cache_file import read_cache, write_cache
-from rayweave.graph.schema import EdgeSource
+from rayweave.graph.schema import EdgeSource, NodeLabel
 from rayweave.graph.store import GraphStore
 from rayweave.graph.store.change_log import StoreVersion
 from rayweave.graph.store.layer_sync import LayerView
@@ -46,11 +46,16 @@ class LayerSnapshot:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoredLayer:
     """What `stored_layer` found: the view, the version it is true from, and how it was made
-    (`reread` keys read from the store; None when the whole layer was read)."""
+    (`reread` keys read from the store; None when the whole layer was read). `unsettled`: the
+    keys of the nodes whose edges may no longer be what the snapshot's pass left (the nodes a
+    write touched since, and the starts of edges to a touched chunk or document); None when
+    the layer was read whole."""
 
     view: LayerView
     at: StoreVersion
     reread: int | None
+    since: StoreVersion | None = None  # the snapshot's version, when one was used
+    unsettled: frozenset[str] | None = None
 
 
 def stored_layer(
@@ -64,9 +69,20 @@ def stored_layer(
         if not changes.full:
             keys = changes.keys
             view = {k: v for k, v in snapshot.view.items() if k[3] not in keys and k[4] not in keys}
+            # An entity is never written away under an edge that the next pass still makes
+            # (`graph/edge_memo.py`); a chunk or document can be, by ingesting it again.
+            entity = NodeLabel.ENTITY.value
+            starts: set[str] = set()
             if keys:
+                starts = {k[3] for k in snapshot.view if k[4] in keys and k[2] != entity}
                 view.update(store.stored_edges(sources, touching=keys))
-            return StoredLayer(view=view, at=changes.to, reread=len(keys))
+            return StoredLayer(
+                view=view,
+                at=changes.to,
+                reread=len(keys),
+                since=snapshot.at,
+                unsettled=frozenset(keys) | starts,
+            )
     at = store.version()
     return StoredLayer(view=store.stored_edges(sources), at=at, reread=None)
 

@@ -49,6 +49,7 @@ class MatchMemo:
     cased: frozenset[str]
     words: Mapping[str, int]
     rows: Mapping[str, MemoRow]
+    made: str = ""  # the pass that saved it, named alike in that pass's edge memo
 
 
 def _digest(text: str) -> bytes:
@@ -67,9 +68,9 @@ def changed_forms(memo: MatchMemo, gaz: Gazetteer) -> set[str]:
 
 def memo_matches(
     gaz: Gazetteer, chunks: Sequence[Chunk], memo: MatchMemo | None
-) -> tuple[dict[str, dict[str, Match]], MatchMemo, int]:
+) -> tuple[dict[str, dict[str, Match]], MatchMemo, set[str]]:
     """The chunks' matches under `gaz` (equal to `gaz.match` over each text), the memo of them,
-    and how many chunks were matched anew."""
+    and the ids of the chunks matched anew."""
     words: dict[str, int] = {}
     stale: frozenset[int] = frozenset()
     rows: Mapping[str, MemoRow] = {}
@@ -80,14 +81,14 @@ def memo_matches(
         rows = memo.rows
     found: dict[str, dict[str, Match]] = {}
     new_rows: dict[str, MemoRow] = {}
-    rematched = 0
+    rematched: set[str] = set()
     for chunk in chunks:
         digest = _digest(chunk.text)
         row = rows.get(chunk.id)
         if row is None or row.digest != digest or not stale.isdisjoint(row.keys):
             keys = tuple(words.setdefault(k, len(words)) for k in window_keys(chunk.text))
             row = MemoRow(digest=digest, keys=keys, found=gaz.match(chunk.text))
-            rematched += 1
+            rematched.add(chunk.id)
         new_rows[chunk.id] = row
         found[chunk.id] = dict(row.found)
     new = MatchMemo(
@@ -98,14 +99,19 @@ def memo_matches(
 
 class MemoizedMatches:
     """A `FindMatches` (`graph/corpus_phases.py`) that starts from `memo` and leaves the new
-    memo and the count of chunks it matched anew on itself."""
+    memo and the chunks it matched anew on itself (`made`: the pass that saved `memo`)."""
 
     def __init__(self, memo: MatchMemo | None) -> None:
         self.memo = memo
-        self.rematched: int | None = None
+        self.made = "" if memo is None else memo.made
+        self.rematched_ids: set[str] | None = None
+
+    @property
+    def rematched(self) -> int | None:
+        return None if self.rematched_ids is None else len(self.rematched_ids)
 
     def __call__(self, lex: Lexicon, chunks: Sequence[Chunk]) -> Found:
-        found, self.memo, self.rematched = memo_matches(lex.gazetteer(), chunks, self.memo)
+        found, self.memo, self.rematched_ids = memo_matches(lex.gazetteer(), chunks, self.memo)
         return found
 
 
@@ -122,6 +128,7 @@ def load_memo(path: Path) -> MatchMemo | None:
             cased=frozenset(data["cased"]),
             words=data["words"],
             rows={cid: MemoRow(*row) for cid, row in data["rows"].items()},
+            made=str(data.get("made", "")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         log.warning("match memo %s is malformed (%s); matching every chunk", path, exc)
@@ -139,5 +146,6 @@ def save_memo(path: Path, memo: MatchMemo) -> None:
             "cased": memo.cased,
             "words": memo.words,
             "rows": rows,
+            "made": memo.made,
         },
     )

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from rayweave.cluster.types import Chunk, Entity
 from rayweave.graph.cooccurrence import corpus_scale
 from rayweave.graph.edges import EdgeAccumulator, chunk_ref, entity_ref
-from rayweave.graph.entities import EntityResolver
+from rayweave.graph.entities import EntityResolver, Resolves
 from rayweave.graph.extraction import Extraction
 from rayweave.graph.names import first_words, is_code_name, name_ngrams, normalize_name, tokens
 from rayweave.graph.schema import EdgeSource, EntityRow, NodeRef, RelType
@@ -69,7 +69,7 @@ def gazetteer(
 
 def mention_edges(
     acc: EdgeAccumulator,
-    resolver: EntityResolver,
+    resolver: Resolves,
     chunks: Sequence[Chunk],
     found: Mapping[str, Mapping[str, Match]],
     generic: AbstractSet[str],

@@ -449,6 +449,7 @@ def _update_entity_layer(
             full=settings.graph.maintenance == "full",
             snapshot=layers / f"{collection}.pickle" if keep else None,
             matches=layers / f"{collection}.matches.pickle" if keep else None,
+            parts=layers / f"{collection}.parts.pickle" if keep else None,
         )
     finally:
         graph.close()

@@ -9,6 +9,7 @@ only rows that went costs what changed, and leaves the rest of the graph untouch
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ _BOOKKEEPING = frozenset({"run"})
 EdgeKey = tuple[str, str, str, str, str]  # (type, start label, end label, start key, end key)
 LayerView = dict[EdgeKey, dict[str, Any]]  # the stored properties of each synced edge
 _SYNCED_STARTS = (*CHUNK_LABELS, NodeLabel.ENTITY)  # the rule-made layer starts at these
+_ENTITY, _TOPIC = NodeLabel.ENTITY.value, NodeLabel.TOPIC.value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,6 +67,13 @@ def _edge_differs(stored: Mapping[str, Any] | None, form: Mapping[str, Any]) -> 
     return stored is None or not form.items() <= stored.items()
 
 
+def own_edge(key: EdgeKey) -> bool:
+    """Whether a synced edge from a chunk or document is its document's own (phase 3 of the
+    corpus pass, `graph/document_edges.py`): all are but BELONGS_TO, the only ones that end
+    at a topic (phase 4)."""
+    return key[1] != _ENTITY and key[2] != _TOPIC
+
+
 class GraphLayerSync(GraphWrites, StoreConnection):
     """Entity and edge rows written as a difference from what the namespace stores."""
 
@@ -93,10 +102,13 @@ class GraphLayerSync(GraphWrites, StoreConnection):
         *,
         stored: LayerView | None = None,
         keep_view: bool = False,
+        standing: AbstractSet[str] = frozenset(),
     ) -> EdgeSync:
         """Make the namespace's edges of `sources` equal `edges`: write new and changed rows,
         delete the stored rows of those sources that `edges` no longer holds. `stored`: what
-        `stored_edges` would read now (it is consumed); `keep_view`: return the result's view."""
+        `stored_edges` would read now (it is consumed); `keep_view`: return the result's view;
+        `standing`: the keys of the nodes whose own edges (`own_edge`) are kept as stored and
+        are not in `edges` (a memo reused their documents' edges, `graph/edge_memo.py`)."""
         stored = self.stored_edges(sources) if stored is None else stored
         view: LayerView | None = {} if keep_view else None
         written = unchanged = 0
@@ -122,6 +134,11 @@ class GraphLayerSync(GraphWrites, StoreConnection):
                 )
                 if rel is RelType.MENTIONS:
                     self.refresh_entity_stats(sorted({r["d"] for r in changed}), keys=True)
+        if standing:
+            kept = {k: v for k, v in stored.items() if k[3] in standing and own_edge(k)}
+            stored = {k: v for k, v in stored.items() if k not in kept}
+            if view is not None:
+                view.update(kept)
         deleted = self._delete_edges(stored)
         return EdgeSync(
             edges_written=written,

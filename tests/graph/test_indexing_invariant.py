@@ -1,12 +1,13 @@
 """The graph after any sequence of ingests, edits and deletes equals a fresh ingest of the
 documents that remain: node for node, edge for edge, weights included. Documents come from
 `generated_corpus`; each step goes through `update_entity_layer`, the product's maintenance
-entry point, on the real embedded graph server, with its layer snapshot and match memo as the
-ingest keeps them.
+entry point, on the real embedded graph server, with its layer snapshot, match memo and
+document parts as the ingest keeps them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from pathlib import Path
 from typing import Any
@@ -64,16 +65,22 @@ def test_random_updates_leave_the_graph_a_fresh_ingest_would_build(
     write(graph_store, list(live.values()))
     layer = tmp_path / "layers" / f"{graph_store.ns}.pickle"
     matches = tmp_path / "layers" / f"{graph_store.ns}.matches.pickle"
-    first = update_entity_layer(graph_store, names, snapshot=layer, matches=matches)
+    parts = tmp_path / "layers" / f"{graph_store.ns}.parts.pickle"
+    memos = {"snapshot": layer, "matches": matches, "parts": parts}
+    first = update_entity_layer(graph_store, names, **memos)
     assert first.corpus.reread is None
     assert first.corpus.rematched == len(graph_store.chunks_and_mentions()[0])
-    rematched = reused = 0
+    assert first.corpus.reused == 0
+    rematched = reused = kept_parts = 0
     whole_relink = first.synonyms is not None and first.synonyms.full
     for step in range(8):
         change = random_change(rng, graph_store, live, step + 1)
-        update = update_entity_layer(graph_store, names, snapshot=layer, matches=matches)
+        update = update_entity_layer(graph_store, names, **memos)
         assert update.corpus.rematched is not None
+        assert update.corpus.reused is not None
         rematched += update.corpus.rematched
+        # Documents whose phase 3 and stored edges were kept: the equality below covers them.
+        kept_parts += update.corpus.reused
         # Steps where the memo kept some chunks' matches: the equality below covers reuse.
         reused += update.corpus.rematched < len(graph_store.chunks_and_mentions()[0])
         # From the snapshot, unless the last upkeep relinked every name (a full log entry).
@@ -106,6 +113,7 @@ def test_random_updates_leave_the_graph_a_fresh_ingest_would_build(
     assert relinked > 0
     assert rematched > 0
     assert reused > 0
+    assert kept_parts > 0
 
 
 def _titled(doc_id: str, title: str, text: str) -> GeneratedDoc:
@@ -134,16 +142,50 @@ def test_an_entity_merged_away_goes_in_an_upkeep_from_the_snapshot(
     names = name_index(tmp_path / "live", graph_store.ns)
     layer = tmp_path / "layers" / f"{graph_store.ns}.pickle"
     matches = tmp_path / "layers" / f"{graph_store.ns}.matches.pickle"
+    parts = tmp_path / "layers" / f"{graph_store.ns}.parts.pickle"
     plural = _titled("A", "Gadgets", "Gadgets are small tools that fit in a pocket.")
     singular = _titled("B", "Gadget", "A Gadget is one of the small tools.")
     write(graph_store, [plural])
     for _ in range(2):  # the first relinks every name: a full log entry, read whole next
-        update_entity_layer(graph_store, names, snapshot=layer, matches=matches)
+        update_entity_layer(graph_store, names, snapshot=layer, matches=matches, parts=parts)
     before = {e[0] for e in graph_snapshot(graph_store)[0]}
     write(graph_store, [singular])
-    update = update_entity_layer(graph_store, names, snapshot=layer, matches=matches)
+    update = update_entity_layer(graph_store, names, snapshot=layer, matches=matches, parts=parts)
     names.store.close()
     assert update.corpus.reread is not None  # the sync started from the snapshot
+    # A's title now resolves to the singular's entity: A is computed anew, not reused.
+    assert update.corpus.reused == 0
     got = graph_snapshot(graph_store)
     assert got == fresh_snapshot(graph_store, tmp_path, "fresh", [plural, singular])
     assert before - {e[0] for e in got[0]}, "no entity went: the plural did not merge"
+
+
+def test_a_document_written_again_unchanged_gets_its_edges_back(
+    graph_store: GraphStore, tmp_path: Path
+) -> None:
+    # Deleting a document takes its nodes' edges with it, and those of other documents into
+    # it (A's reference to B). Written back unchanged, B reads the same facts and its text
+    # matches the same names: only the change log tells that B's edges, and A's edge into
+    # B, must be made again rather than kept from the memo.
+    names = name_index(tmp_path / "live", graph_store.ns)
+    memos = {
+        "snapshot": tmp_path / "layers" / f"{graph_store.ns}.pickle",
+        "matches": tmp_path / "layers" / f"{graph_store.ns}.matches.pickle",
+        "parts": tmp_path / "layers" / f"{graph_store.ns}.parts.pickle",
+    }
+    a = _titled("A", "Gadget Guide", "The Gadget Guide points to B for the Widget Toolkit.")
+    a = GeneratedDoc(a.document, (dataclasses.replace(a.chunks[0], references=("B.md",)),), {})
+    b = _titled("B", "Widget Toolkit", "The Widget Toolkit ships every Gadget.")
+    b = GeneratedDoc(b.document, (dataclasses.replace(b.chunks[0], source="B.md"),), {})
+    c = _titled("C", "Lake Geneva", "Lake Geneva lies between two countries.")
+    write(graph_store, [a, b, c])
+    for _ in range(2):  # the first relinks every name: a full log entry, read whole next
+        update_entity_layer(graph_store, names, **memos)
+    graph_store.delete_document("B")
+    write(graph_store, [b])
+    update = update_entity_layer(graph_store, names, **memos)
+    names.store.close()
+    assert update.corpus.reused == 1  # C; A and B are made again
+    got = graph_snapshot(graph_store)
+    assert got == fresh_snapshot(graph_store, tmp_path, "fresh", [a, b, c])
+    assert any(e[2] == "REFERENCES" for e in got[1])

@@ -1,0 +1,193 @@
+"""Phase 3 of the last corpus pass, per document, kept so that the next one recomputes only the
+documents that a change can reach.
+
+A document's part (`graph/document_edges.py`) is a function of its own chunks and of the
+corpus facts it read, and a one-document change moves the own edges of almost no other
+document (docs/experiments/2026-11-28-collector-pause.md: at most one of 10,405). So each pass
+keeps, per document, a digest of what it holds, the keys of the facts its rules read
+(`graph/fact_reads.py`) and its tally, with one table of every answer read. The next pass
+reuses a document's part when its digest is the same, no fact it read answers otherwise, the
+gazetteer pass matched none of its chunks anew (its sentences' matches are then unchanged
+too, `graph/match_memo.py`) and no write since has touched its nodes.
+
+A reused document's own edges are not recomputed at all: the store holds them already,
+because the pass that kept the memo synced them and nothing has touched their ends since. So
+the memo must come from the same pass as the layer snapshot the sync starts from and the match
+memo the gazetteer pass starts from: it names the snapshot's version, and a token saved in
+both memos. Otherwise it is ignored, and every document is computed (and recorded) anew.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import pickle
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from operator import attrgetter
+from pathlib import Path
+
+from rayweave.cluster.types import Chunk
+from rayweave.graph.cache_file import read_cache, write_cache
+from rayweave.graph.document_edges import DocumentPart, DocumentTally, Facts, document_part
+from rayweave.graph.fact_reads import KINDS, Kind, Reads, moved, recording
+from rayweave.graph.match_memo import MemoizedMatches
+from rayweave.graph.share import Found, Kept, Share, by_document
+from rayweave.graph.store.change_log import StoreVersion
+
+log = logging.getLogger(__name__)
+
+# Bump when what a document's part is, or what it reads, changes for the same inputs.
+_FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class MemoEntry:
+    digest: bytes  # of the document's chunks, their extractors' output and its kept names
+    reads: Mapping[Kind, tuple[str, ...]]  # the keys of the facts its part read, by kind
+    tally: DocumentTally
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EdgeMemo:
+    """Every document's phase 3 as the pass `made` left it: the snapshot it synced from is at
+    `at`; `header` names what every part depends on alike (settings, format)."""
+
+    made: str
+    at: StoreVersion
+    header: str
+    facts: Reads  # every answer a kept part read
+    documents: Mapping[str, MemoEntry]
+
+
+def _header(facts: Facts) -> str:
+    return f"{_FORMAT}|{facts.has_sections}|{facts.settings!r}"
+
+
+_CHUNK_FIELDS = attrgetter(*(f.name for f in dataclasses.fields(Chunk)))
+
+
+def _digest(doc_id: str, share: Share, kept: Kept) -> bytes:
+    ids = [c.id for c in share.chunks]
+    held = (
+        [_CHUNK_FIELDS(c) for c in share.chunks],  # a dataclass pickles field by field in Python
+        [share.mentions.get(i) for i in ids],
+        [share.extractions.get(i) for i in ids],
+        kept.names,
+        sorted(kept.doc_keywords.get(doc_id, ())),
+    )
+    blob = pickle.dumps(held, protocol=pickle.HIGHEST_PROTOCOL)
+    return hashlib.blake2b(blob, digest_size=16).digest()
+
+
+class MemoizedParts:
+    """A `PartsOf` (`graph/corpus_phases.py`) that reuses `memo`'s part of every document it
+    may, and records what the others read.
+
+    `matches`: the pass's gazetteer pass, run before the call, from the match memo of the
+    memo's pass; `at`: the version of the layer snapshot this pass syncs from, which must be
+    the memo's; `blocked`: the documents whose stored edges a write may have changed since
+    (None: reuse nothing, as when the layer is read whole). Leaves what to keep (`memo`) and
+    the ids of the documents it reused, whose edges it leaves out, on itself."""
+
+    def __init__(
+        self,
+        memo: EdgeMemo | None,
+        *,
+        matches: MemoizedMatches,
+        at: StoreVersion | None,
+        blocked: AbstractSet[str] | None,
+    ) -> None:
+        fits = memo is not None and memo.made == matches.made != "" and memo.at == at
+        self._old = memo if fits and blocked is not None else None
+        self._matches = matches
+        self._blocked: AbstractSet[str] = blocked or frozenset()
+        self.reused: set[str] = set()
+        self._kept: tuple[str, Reads, dict[str, MemoEntry]] | None = None
+
+    def __call__(self, share: Share, facts: Facts, found: Found, kept: Kept) -> list[DocumentPart]:
+        header = _header(facts)
+        old = self._old
+        rematched: AbstractSet[str] = self._matches.rematched_ids or frozenset()
+        if old is None or self._matches.rematched_ids is None or old.header != header:
+            old = None
+        changed = moved(old.facts, facts) if old is not None else {}
+        parts: list[DocumentPart] = []
+        entries: dict[str, MemoEntry] = {}
+        table: Reads = {kind: {} for kind in KINDS}
+        for doc_id, one, own in by_document(share, kept):
+            digest = _digest(doc_id, one, own)
+            entry = None if old is None else old.documents.get(doc_id)
+            if (
+                old is not None
+                and entry is not None
+                and entry.digest == digest
+                and doc_id not in self._blocked
+                and all(c.id not in rematched for c in one.chunks)
+                and all(changed[kind].isdisjoint(keys) for kind, keys in entry.reads.items())
+            ):
+                parts.append(DocumentPart(edges=[], tally=entry.tally))
+                self.reused.add(doc_id)
+                for kind, keys in entry.reads.items():  # answered as before, by the check
+                    answers, was = table[kind], old.facts[kind]
+                    for key in keys:
+                        answers[key] = was[key]
+            else:
+                watched, reads = recording(facts)
+                part = document_part(doc_id, one, watched, found, own)
+                parts.append(part)
+                entry = MemoEntry(
+                    digest=digest,
+                    reads={kind: tuple(answers) for kind, answers in reads.items() if answers},
+                    tally=part.tally,
+                )
+                for kind, answers in reads.items():
+                    table[kind].update(answers)
+            entries[doc_id] = entry
+        self._kept = (header, table, entries)
+        return parts
+
+    def memo(self, made: str, at: StoreVersion) -> EdgeMemo | None:
+        """What to keep for the next pass, saved as pass `made` from a snapshot at `at` (None
+        before a call)."""
+        if self._kept is None:
+            return None
+        header, table, entries = self._kept
+        return EdgeMemo(made=made, at=at, header=header, facts=table, documents=entries)
+
+
+def load_edge_memo(path: Path) -> EdgeMemo | None:
+    """The memo saved at `path`; None when there is none or it cannot be read (it is a cache:
+    the pass then computes every document)."""
+    data = read_cache(path, _FORMAT, what="edge memo")
+    if data is None:
+        return None
+    try:
+        return EdgeMemo(
+            made=str(data["made"]),
+            at=StoreVersion(stamp=data["stamp"], version=data["version"]),
+            header=str(data["header"]),
+            facts=data["facts"],
+            documents={d: MemoEntry(*row) for d, row in data["documents"].items()},
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        log.warning("edge memo %s is malformed (%s); computing every document", path, exc)
+        return None
+
+
+def save_edge_memo(path: Path, memo: EdgeMemo) -> None:
+    documents = {d: (e.digest, e.reads, e.tally) for d, e in memo.documents.items()}
+    write_cache(
+        path,
+        _FORMAT,
+        {
+            "made": memo.made,
+            "stamp": memo.at.stamp,
+            "version": memo.at.version,
+            "header": memo.header,
+            "facts": memo.facts,
+            "documents": documents,
+        },
+    )
