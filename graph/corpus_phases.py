@@ -70,9 +70,6 @@ from rayweave.graph.mentions import (
 from rayweave.graph.schema import EdgeRow, EntityRow, GraphBatch, NodeLabel, NodeRef, TopicRow
 from rayweave.graph.share import Found, Kept, Share, by_document
 
-__all__ = ["CrossTally", "Found", "Kept", "Share"]
-
-
 # 1. Names ----------------------------------------------------------------------------------
 
 
