@@ -14,9 +14,10 @@ from collections.abc import Mapping, Sequence
 
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, Document, Entity
-from rayweave.graph.corpus_phases import FindMatches, PartsOf, Share, build_in_one
+from rayweave.graph.corpus_phases import FindMatches, PartsOf, build_in_one
 from rayweave.graph.extraction import Extraction
 from rayweave.graph.schema import GraphBatch
+from rayweave.graph.share import Share
 
 
 def build_graph(

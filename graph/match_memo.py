@@ -21,9 +21,10 @@ from pathlib import Path
 
 from rayweave.cluster.types import Chunk
 from rayweave.graph.cache_file import read_cache, write_cache
-from rayweave.graph.corpus_phases import Found, Lexicon
+from rayweave.graph.corpus_phases import Lexicon
 from rayweave.graph.mentions import Gazetteer, Match
 from rayweave.graph.names import first_words, window_keys
+from rayweave.graph.share import Found
 
 log = logging.getLogger(__name__)
 

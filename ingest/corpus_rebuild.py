@@ -27,12 +27,9 @@ from rayweave.cluster.gc_pause import gc_paused
 from rayweave.cluster.settings import Settings
 from rayweave.graph.corpus_phases import (
     Context,
-    CrossTally,
-    Found,
     Lexicon,
     MatchTally,
     NameTally,
-    Share,
     context,
     corpus_edges,
     lexicon,
@@ -41,7 +38,9 @@ from rayweave.graph.corpus_phases import (
     tally_matches,
     tally_names,
 )
+from rayweave.graph.document_edges import CrossTally
 from rayweave.graph.schema import CORPUS_SOURCES, EdgeRow, EntityRow, TopicRow
+from rayweave.graph.share import Found, Share
 
 _FAN_IN = 8  # tallies one reduce task merges
 _T = TypeVar("_T", NameTally, MatchTally, CrossTally)

@@ -12,9 +12,10 @@ import pytest
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, ContentType, Level
 from rayweave.graph.builders import build_graph
-from rayweave.graph.corpus_phases import Share, build_in_shares
+from rayweave.graph.corpus_phases import build_in_shares
 from rayweave.graph.extraction import Extraction, Statement
 from rayweave.graph.schema import GraphBatch
+from rayweave.graph.share import Share
 
 from .generated_corpus import GeneratedDoc, generate
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, Level
-from rayweave.graph.corpus_phases import Lexicon, Share, lexicon, tally_names
+from rayweave.graph.corpus_phases import Lexicon, lexicon, tally_names
 from rayweave.graph.match_memo import (
     MatchMemo,
     MemoizedMatches,
@@ -17,6 +17,7 @@ from rayweave.graph.match_memo import (
     memo_matches,
     save_memo,
 )
+from rayweave.graph.share import Share
 
 from .generated_corpus import generate
 
