@@ -109,9 +109,9 @@ class MemoizedParts:
 
     def __call__(self, share: Share, facts: Facts, found: Found, kept: Kept) -> list[DocumentPart]:
         header = _header(facts)
-        old = self._old
-        rematched: AbstractSet[str] = self._matches.rematched_ids or frozenset()
-        if old is None or self._matches.rematched_ids is None or old.header != header:
+        rematched = self._matches.rematched_ids
+        old = self._old if rematched is not None and self._old is not None else None
+        if old is not None and old.header != header:
             old = None
         changed = moved(old.facts, facts) if old is not None else {}
         parts: list[DocumentPart] = []
@@ -125,7 +125,8 @@ class MemoizedParts:
                 and entry is not None
                 and entry.digest == digest
                 and doc_id not in self._blocked
-                and all(c.id not in rematched for c in one.chunks)
+                and rematched is not None
+                and rematched.isdisjoint(c.id for c in one.chunks)
                 and all(changed[kind].isdisjoint(keys) for kind, keys in entry.reads.items())
             ):
                 parts.append(DocumentPart(edges=[], tally=entry.tally))

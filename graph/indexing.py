@@ -91,7 +91,7 @@ def rebuild_corpus_edges(
     (`graph/match_memo.py`; `full` matches every chunk and starts the file anew); `parts`: a
     file where it keeps each document's phase 3 and the facts it read, so that the next one
     recomputes and syncs only the documents a change can reach (`graph/edge_memo.py`; needs
-    the other two)."""
+    the other two; `full`, which keeps no snapshot, neither uses nor keeps it)."""
     clock = StepClock()
     # What is stored is known first, from the version before anything is read (see
     # `graph/layer_snapshot.py`): writes that land while the pass runs are re-read next time.
@@ -110,9 +110,9 @@ def rebuild_corpus_edges(
     with clock.step("compute"):
         memo = None if matches is None else MemoizedMatches(None if full else load_memo(matches))
         reuse = None
-        if parts is not None and memo is not None:
+        if parts is not None and memo is not None and not full:  # `full` keeps no snapshot
             reuse = MemoizedParts(
-                None if full else load_edge_memo(parts),
+                load_edge_memo(parts),
                 matches=memo,
                 at=None if stored is None else stored.since,
                 blocked=None if unsettled is None else _documents_at(store, chunks, unsettled),
