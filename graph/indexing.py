@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,12 +109,16 @@ def rebuild_corpus_edges(
     with clock.step("compute"):
         memo = None if matches is None else MemoizedMatches(None if full else load_memo(matches))
         reuse = None
+        doc_keys: dict[str, set[str]] = {}
         if parts is not None and memo is not None and not full:  # `full` keeps no snapshot
+            doc_keys = _document_keys(store, chunks)
             reuse = MemoizedParts(
                 load_edge_memo(parts),
                 matches=memo,
                 at=None if stored is None else stored.since,
-                blocked=None if unsettled is None else _documents_at(store, chunks, unsettled),
+                blocked=None
+                if unsettled is None
+                else {d for d, keys in doc_keys.items() if not keys.isdisjoint(unsettled)},
             )
         batch = build_graph(
             chunks,
@@ -143,7 +146,7 @@ def rebuild_corpus_edges(
                 CORPUS_SOURCES,
                 stored=stored.view,
                 keep_view=snapshot is not None,
-                standing=_node_keys(store, chunks, reuse.reused) if reuse else frozenset(),
+                standing=set().union(*(doc_keys[d] for d in reuse.reused)) if reuse else set(),
             )
     with clock.step("clean up"):
         store.delete_topics_except(batch.topics)
@@ -179,20 +182,15 @@ def rebuild_corpus_edges(
     )
 
 
-def _node_keys(store: GraphStore, chunks: Sequence[Chunk], docs: AbstractSet[str]) -> set[str]:
-    """The store keys of these documents' nodes (their chunks' and their Document's)."""
-    keys = {store.key(d) for d in docs}
-    keys.update(store.key(chunk_ref(c).id) for c in chunks if c.doc_id in docs)
-    return keys
-
-
-def _documents_at(store: GraphStore, chunks: Sequence[Chunk], keys: AbstractSet[str]) -> set[str]:
-    """The documents with a node among these store keys."""
-    return {
-        c.doc_id
-        for c in chunks
-        if store.key(chunk_ref(c).id) in keys or store.key(c.doc_id) in keys
-    }
+def _document_keys(store: GraphStore, chunks: Sequence[Chunk]) -> dict[str, set[str]]:
+    """Each document's node keys in the store: its chunks' and its Document's."""
+    out: dict[str, set[str]] = {}
+    for c in chunks:
+        keys = out.get(c.doc_id)
+        if keys is None:
+            keys = out[c.doc_id] = {store.key(c.doc_id)}
+        keys.add(store.key(chunk_ref(c).id))
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

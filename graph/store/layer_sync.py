@@ -134,11 +134,12 @@ class GraphLayerSync(GraphWrites, StoreConnection):
                 )
                 if rel is RelType.MENTIONS:
                     self.refresh_entity_stats(sorted({r["d"] for r in changed}), keys=True)
-        if standing:
-            kept = {k: v for k, v in stored.items() if k[3] in standing and own_edge(k)}
-            stored = {k: v for k, v in stored.items() if k not in kept}
-            if view is not None:
-                view.update(kept)
+        if standing:  # what is left of `stored` is deleted below, except these
+            kept = [k for k in stored if k[3] in standing and own_edge(k)]
+            for k in kept:
+                form = stored.pop(k)
+                if view is not None:
+                    view[k] = form
         deleted = self._delete_edges(stored)
         return EdgeSync(
             edges_written=written,
