@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from rayweave.models.stopwords import QUERY_STOPWORDS
+from rayweave.serve.lexical_query import web_phrased
 from rayweave.serve.schemas import ContentScope, QueryType
 from rayweave.serve.search import Classification
 
@@ -161,7 +162,12 @@ def classify_query(text: str) -> Classification:
     code = _looks_like_code(_NAMED_ERROR.sub(" ", text))
     qtype = _question_type(text, code=code, named_error=bool(_NAMED_ERROR.search(text)))
     scope = ContentScope.CODE if code or qtype is QueryType.CODE else ContentScope.DOCS
-    return Classification(query_type=qtype, scope=scope, keywords=keywords(text))
+    return Classification(
+        query_type=qtype,
+        scope=scope,
+        keywords=keywords(text),
+        web_phrased=scope is ContentScope.CODE and web_phrased(text),
+    )
 
 
 class RuleClassifier:

@@ -6,7 +6,12 @@ sparse encoder those words only add weight to chance matches (a docstring that s
 `how` in a comment). Dropped from the sparse query of code-scope questions, they took the sparse
 list alone on cosqa-dev from Recall@5 0.336 to 0.448 (MRR@10 0.239 to 0.316); on the library-code
 set, whose queries are docstring sentences, nothing changed, and prose questions are never
-touched (docs/experiments/2026-11-27-document-view.md). The dense query keeps every word.
+touched (docs/experiments/2026-11-27-document-view.md). The dense query keeps every word: without
+them all-MiniLM-L6-v2 lost MRR@10 0.020 on cosqa-dev (brute force over the raw functions,
+docs/experiments/2026-11-28-web-phrased-code-questions.md).
+
+The same words mark a question phrased for a web search (`web_phrased`), which planning reads as
+a question in the asker's words rather than the code's.
 """
 
 from __future__ import annotations
@@ -32,6 +37,11 @@ _PATTERN = re.compile(
     rf"\b(?:(?:in|using|with)\s+(?:{_LANG})|{_LANG}|how\s+(?:to|do\s+i|can\s+i))\b",
     re.IGNORECASE,
 )
+
+
+def web_phrased(text: str) -> bool:
+    """Whether `text` names a programming language or opens like a web search ("how to")."""
+    return _PATTERN.search(text) is not None
 
 
 def without_language_words(text: str) -> str:

@@ -37,10 +37,9 @@ WEIGHTS: MappingProxyType[ContentScope, MappingProxyType[str, float]] = MappingP
             {
                 # On natural-language code search every list added to dense cost MRR (cosqa-dev:
                 # sparse/graph at 0.25/0.3/0.5 took 0.525 to 0.463). At 0.05 a list's rank-1 vote
-                # (0.05/61 in RRF) still moves a hit about three places near the top: a trade
-                # between code styles, not a tie-break (web questions lose MRR 0.008, docstring-
-                # style questions over library code gain 0.025; docs/experiments/
-                # 2026-11-28-content-evidence.md).
+                # (0.05/61 in RRF) moves a hit about three places near the top, which docstring-
+                # style questions over library code gain from (MRR +0.025; docs/experiments/
+                # 2026-11-28-content-evidence.md); web-phrased questions get `WEB_PHRASED_CODE`.
                 "dense": 1.0,
                 "sparse": 0.05,
                 "hierarchical": 0.6,
@@ -61,6 +60,33 @@ WEIGHTS: MappingProxyType[ContentScope, MappingProxyType[str, float]] = MappingP
         ),
     }
 )
+
+
+# A code question phrased for a web search ("python how to read a csv file") is in the asker's
+# words, not the code's: the lexical and entity lists match the code's own words (identifiers,
+# docstrings), so there they find little that dense search does not rank better (on cosqa-dev's
+# web questions each of them alone is far below dense, and at 0.05 they cost dense MRR 0.008 and
+# Recall@2 0.020; a docstring-style description of library code is in the author's words, and
+# there the same votes add MRR 0.02, CodeSearchNet's familiar finding that BM25 is strong on
+# docstring queries). They keep a tie-break: 0.02/61 in RRF is just above the gap between two
+# neighbouring dense ranks near the top (1/61 - 1/62), so one list's first vote can swap two
+# neighbours and no more (docs/experiments/2026-11-28-web-phrased-code-questions.md).
+TIE_BREAK = 0.02
+WEB_PHRASED_CODE: MappingProxyType[str, float] = MappingProxyType(
+    {
+        **WEIGHTS[ContentScope.CODE],
+        "sparse": TIE_BREAK,
+        "graph": TIE_BREAK,
+        "graph-expand": TIE_BREAK,
+    }
+)
+
+
+def weights_for(classification: Classification) -> MappingProxyType[str, float]:
+    """The fusion weights of a classified query, before `retriever_weights` overrides."""
+    if classification.scope is ContentScope.CODE and classification.web_phrased:
+        return WEB_PHRASED_CODE
+    return WEIGHTS[classification.scope]
 
 
 def make_plan(
@@ -85,7 +111,7 @@ def make_plan(
         extras=chosen in (Profile.GRAPH, Profile.FULL),
         refine=settings.refiner if chosen is Profile.FULL else "off",
         hierarchical=settings.hierarchical if hierarchical is None else hierarchical,
-        weights={**WEIGHTS[classification.scope], **settings.retriever_weights},
+        weights={**weights_for(classification), **settings.retriever_weights},
         top_k=top_k,
         candidates=max(settings.candidates, top_k),
         max_per_document=settings.max_per_document,
@@ -102,4 +128,4 @@ def planner(settings: RetrievalSettings) -> PlanFn:
     return partial(make_plan, settings=settings)
 
 
-__all__ = ["WEIGHTS", "QueryType", "make_plan", "planner"]
+__all__ = ["WEB_PHRASED_CODE", "WEIGHTS", "QueryType", "make_plan", "planner", "weights_for"]

@@ -56,6 +56,9 @@ class Classification:
     query_type: QueryType
     scope: ContentScope
     keywords: tuple[str, ...] = ()
+    # A code question phrased for a web search ("python how to read a csv"): in the asker's words,
+    # not the code's (`serve/planning.py`).
+    web_phrased: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -161,6 +161,22 @@ def test_scope_is_code_for_code_queries_and_docs_otherwise() -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "web_phrased"),
+    [
+        ("python read a file line by line", True),
+        ("how to sort a dict by value in python", True),
+        ("Return the number of items in the queue as an int", False),  # the author's words
+        ("parse_args() returns None", False),
+        ("How do I configure retries?", False),  # a docs question keeps its weights
+    ],
+)
+def test_only_a_code_question_phrased_for_a_web_search_is_web_phrased(
+    text: str, web_phrased: bool
+) -> None:
+    assert classify_query(text).web_phrased is web_phrased
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "How do I fix E1004 TaskNotRegisteredError?",

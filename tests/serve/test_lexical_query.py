@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayweave.serve.lexical_query import without_language_words
+from rayweave.serve.lexical_query import web_phrased, without_language_words
 
 
 @pytest.mark.parametrize(
@@ -19,3 +19,19 @@ def test_language_names_and_question_openers_leave_the_sparse_query(
     query: str, sparse: str
 ) -> None:
     assert without_language_words(query) == sparse
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("python how to read a csv file", True),
+        ("convert string to datetime using python3", True),
+        ("How do I sort a dict by value?", True),
+        ("pyramid of numbers", False),
+        ("Return the value of the named header", False),
+    ],
+)
+def test_a_language_name_or_a_search_opener_marks_a_web_phrased_question(
+    query: str, expected: bool
+) -> None:
+    assert web_phrased(query) is expected

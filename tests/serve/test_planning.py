@@ -3,7 +3,9 @@ from __future__ import annotations
 import pytest
 
 from rayweave.cluster.settings import RetrievalSettings
-from rayweave.serve.planning import make_plan
+from rayweave.cluster.types import Hit
+from rayweave.serve.fusion import fuse
+from rayweave.serve.planning import TIE_BREAK, WEIGHTS, make_plan
 from rayweave.serve.schemas import ContentScope, Profile, QueryType
 from rayweave.serve.search import Classification
 
@@ -45,6 +47,42 @@ def test_code_queries_weigh_the_lexical_list_down() -> None:
     docs = make_plan(DOCS, profile=None, top_k=10, hierarchical=None, settings=RetrievalSettings())
     code = make_plan(CODE, profile=None, top_k=10, hierarchical=None, settings=RetrievalSettings())
     assert code.weights["sparse"] < docs.weights["sparse"] <= docs.weights["dense"]
+
+
+WEB_CODE = Classification(query_type=QueryType.CODE, scope=ContentScope.CODE, web_phrased=True)
+
+
+def test_a_web_phrased_code_question_keeps_its_lexical_and_graph_lists_as_tie_breaks() -> None:
+    settings = RetrievalSettings()
+    code = make_plan(CODE, profile=None, top_k=10, hierarchical=None, settings=settings)
+    web = make_plan(WEB_CODE, profile=None, top_k=10, hierarchical=None, settings=settings)
+    assert code.weights == dict(WEIGHTS[ContentScope.CODE])
+    for name in ("sparse", "graph", "graph-expand"):
+        assert web.weights[name] == TIE_BREAK < code.weights[name]
+    assert web.weights["dense"] == code.weights["dense"]
+    # A configured weight still wins.
+    tuned = RetrievalSettings(retriever_weights={"sparse": 0.5})
+    plan = make_plan(WEB_CODE, profile=None, top_k=10, hierarchical=None, settings=tuned)
+    assert plan.weights["sparse"] == 0.5
+
+
+def _ranked(name: str, ids: list[str]) -> list[Hit]:
+    return [Hit(id=i, doc_id=i, text=i, score=1.0, retrievers=(name,)) for i in ids]
+
+
+@pytest.mark.parametrize(("web_phrased", "first"), [(True, "a"), (False, "c")])
+def test_at_the_tie_break_one_list_swaps_neighbours_and_no_more(
+    web_phrased: bool, first: str
+) -> None:
+    # The sparse list's first vote lifts dense's second hit over its first, but not its third.
+    question = CODE if not web_phrased else WEB_CODE
+    plan = make_plan(
+        question, profile=None, top_k=10, hierarchical=None, settings=RetrievalSettings()
+    )
+    dense = _ranked("dense", ["a", "b", "c", "d"])
+    for lifted, expected in (("b", "b"), ("c", first)):
+        fused = fuse({"dense": dense, "sparse": _ranked("sparse", [lifted])}, weights=plan.weights)
+        assert fused[0].id == expected
 
 
 def test_candidates_never_fewer_than_top_k() -> None:
