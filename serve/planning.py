@@ -63,22 +63,16 @@ WEIGHTS: MappingProxyType[ContentScope, MappingProxyType[str, float]] = MappingP
 
 
 # A code question phrased for a web search ("python how to read a csv file") is in the asker's
-# words, not the code's: the lexical and entity lists match the code's own words (identifiers,
-# docstrings), so there they find little that dense search does not rank better (on cosqa-dev's
-# web questions each of them alone is far below dense, and at 0.05 they cost dense MRR 0.008 and
-# Recall@2 0.020; a docstring-style description of library code is in the author's words, and
-# there the same votes add MRR 0.02, CodeSearchNet's familiar finding that BM25 is strong on
-# docstring queries). They keep a tie-break: 0.02/61 in RRF is just above the gap between two
-# neighbouring dense ranks near the top (1/61 - 1/62), so one list's first vote can swap two
-# neighbours and no more (docs/experiments/2026-11-28-web-phrased-code-questions.md).
-TIE_BREAK = 0.02
+# words, not the code's. The lexical and entity lists match the code's own words (identifiers,
+# docstrings); a docstring-style description of library code is in those words, and there their
+# votes add MRR 0.02 (CodeSearchNet's familiar finding that BM25 is strong on docstring queries).
+# On cosqa-dev's web questions they add nothing at any weight: at 0.05 they cost dense MRR 0.008
+# and Recall@2 0.020, and even as a tie-break (0.02/61, enough to swap two neighbouring dense
+# ranks) they cost Recall@5 0.010 with fp32 encoders. So they do not vote there; they still run,
+# and what they find is kept as evidence
+# (docs/experiments/2026-11-28-web-phrased-code-questions.md).
 WEB_PHRASED_CODE: MappingProxyType[str, float] = MappingProxyType(
-    {
-        **WEIGHTS[ContentScope.CODE],
-        "sparse": TIE_BREAK,
-        "graph": TIE_BREAK,
-        "graph-expand": TIE_BREAK,
-    }
+    {**WEIGHTS[ContentScope.CODE], "sparse": 0.0, "graph": 0.0, "graph-expand": 0.0}
 )
 
 

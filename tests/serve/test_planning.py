@@ -5,7 +5,7 @@ import pytest
 from rayweave.cluster.settings import RetrievalSettings
 from rayweave.cluster.types import Hit
 from rayweave.serve.fusion import fuse
-from rayweave.serve.planning import TIE_BREAK, WEIGHTS, make_plan
+from rayweave.serve.planning import WEIGHTS, make_plan
 from rayweave.serve.schemas import ContentScope, Profile, QueryType
 from rayweave.serve.search import Classification
 
@@ -52,14 +52,15 @@ def test_code_queries_weigh_the_lexical_list_down() -> None:
 WEB_CODE = Classification(query_type=QueryType.CODE, scope=ContentScope.CODE, web_phrased=True)
 
 
-def test_a_web_phrased_code_question_keeps_its_lexical_and_graph_lists_as_tie_breaks() -> None:
+def test_a_web_phrased_code_question_is_ranked_by_dense_search_alone() -> None:
     settings = RetrievalSettings()
     code = make_plan(CODE, profile=None, top_k=10, hierarchical=None, settings=settings)
     web = make_plan(WEB_CODE, profile=None, top_k=10, hierarchical=None, settings=settings)
     assert code.weights == dict(WEIGHTS[ContentScope.CODE])
     for name in ("sparse", "graph", "graph-expand"):
-        assert web.weights[name] == TIE_BREAK < code.weights[name]
+        assert web.weights[name] == 0.0 < code.weights[name]
     assert web.weights["dense"] == code.weights["dense"]
+    assert (web.sparse, web.graph) == (True, True)  # they still run: what they find is evidence
     # A configured weight still wins.
     tuned = RetrievalSettings(retriever_weights={"sparse": 0.5})
     plan = make_plan(WEB_CODE, profile=None, top_k=10, hierarchical=None, settings=tuned)
@@ -70,19 +71,18 @@ def _ranked(name: str, ids: list[str]) -> list[Hit]:
     return [Hit(id=i, doc_id=i, text=i, score=1.0, retrievers=(name,)) for i in ids]
 
 
-@pytest.mark.parametrize(("web_phrased", "first"), [(True, "a"), (False, "c")])
-def test_at_the_tie_break_one_list_swaps_neighbours_and_no_more(
-    web_phrased: bool, first: str
+@pytest.mark.parametrize(("question", "first"), [(WEB_CODE, "a"), (CODE, "c")])
+def test_only_a_docstring_style_code_question_lets_the_lexical_list_reorder_dense(
+    question: Classification, first: str
 ) -> None:
-    # The sparse list's first vote lifts dense's second hit over its first, but not its third.
-    question = CODE if not web_phrased else WEB_CODE
     plan = make_plan(
         question, profile=None, top_k=10, hierarchical=None, settings=RetrievalSettings()
     )
     dense = _ranked("dense", ["a", "b", "c", "d"])
-    for lifted, expected in (("b", "b"), ("c", first)):
-        fused = fuse({"dense": dense, "sparse": _ranked("sparse", [lifted])}, weights=plan.weights)
-        assert fused[0].id == expected
+    fused = fuse({"dense": dense, "sparse": _ranked("sparse", ["c", "e"])}, weights=plan.weights)
+    assert fused[0].id == first
+    # A hit only the lexical list found is still offered, after dense's.
+    assert "e" in [h.id for h in fused]
 
 
 def test_candidates_never_fewer_than_top_k() -> None:
