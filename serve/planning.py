@@ -76,9 +76,11 @@ WEB_PHRASED_CODE: MappingProxyType[str, float] = MappingProxyType(
 )
 
 
-def weights_for(classification: Classification) -> MappingProxyType[str, float]:
-    """The fusion weights of a classified query, before `retriever_weights` overrides."""
-    if classification.scope is ContentScope.CODE and classification.web_phrased:
+def weights_for(classification: Classification, *, dense: bool) -> MappingProxyType[str, float]:
+    """The fusion weights of a classified query, before `retriever_weights` overrides: a
+    web-phrased code question is ranked by dense search where the profile runs it (a sparse
+    profile's only list must still rank)."""
+    if dense and classification.scope is ContentScope.CODE and classification.web_phrased:
         return WEB_PHRASED_CODE
     return WEIGHTS[classification.scope]
 
@@ -105,7 +107,7 @@ def make_plan(
         extras=chosen in (Profile.GRAPH, Profile.FULL),
         refine=settings.refiner if chosen is Profile.FULL else "off",
         hierarchical=settings.hierarchical if hierarchical is None else hierarchical,
-        weights={**weights_for(classification), **settings.retriever_weights},
+        weights={**weights_for(classification, dense=dense), **settings.retriever_weights},
         top_k=top_k,
         candidates=max(settings.candidates, top_k),
         max_per_document=settings.max_per_document,

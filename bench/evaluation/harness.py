@@ -151,7 +151,12 @@ class OnlyLists:
         self.names = frozenset(names)
 
     async def fuse(self, lists: Mapping[str, list[Any]], plan: Any) -> list[Any]:
-        return list(await self.fuser.fuse(_only(lists, self.names), plan))
+        chosen = _only(lists, self.names)
+        if chosen and all(plan.weights.get(name, 1.0) == 0 for name in chosen):
+            # The plan mutes these lists beside dense (a web-phrased code question); alone,
+            # they are the ranking.
+            plan = replace(plan, weights={**plan.weights, **dict.fromkeys(chosen, 1.0)})
+        return list(await self.fuser.fuse(chosen, plan))
 
 
 def _only(lists: Mapping[str, list[Any]], names: frozenset[str]) -> dict[str, list[Any]]:

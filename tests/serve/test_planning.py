@@ -61,6 +61,11 @@ def test_a_web_phrased_code_question_is_ranked_by_dense_search_alone() -> None:
         assert web.weights[name] == 0.0 < code.weights[name]
     assert web.weights["dense"] == code.weights["dense"]
     assert (web.sparse, web.graph) == (True, True)  # they still run: what they find is evidence
+    # Without dense search the lexical list is the ranking: it keeps its weight.
+    alone = make_plan(
+        WEB_CODE, profile=Profile.SPARSE, top_k=10, hierarchical=None, settings=settings
+    )
+    assert alone.weights["sparse"] == code.weights["sparse"] > 0
     # A configured weight still wins.
     tuned = RetrievalSettings(retriever_weights={"sparse": 0.5})
     plan = make_plan(WEB_CODE, profile=None, top_k=10, hierarchical=None, settings=tuned)

@@ -81,6 +81,22 @@ def test_a_list_alone_is_that_list_through_the_whole_fusion() -> None:
     assert [h.id for h in asyncio.run(alone.fuse(lists, plan))] == ["g"]
 
 
+def test_lists_the_plan_mutes_beside_dense_still_rank_alone() -> None:
+    # A web-phrased code question's plan weighs the graph lists 0 beside dense.
+    plan = RetrievalPlan(
+        profile=Profile.GRAPH,
+        query_type=QueryType.CODE,
+        scope=ContentScope.CODE,
+        weights={"dense": 1.0, "graph": 0.0, "graph-expand": 0.0},
+    )
+    lists = {
+        "dense": [Hit(id="d", doc_id="D", text="", score=1.0)],
+        "graph": [Hit(id=i, doc_id=i, text="", score=1.0) for i in ("g3", "g1", "g2")],
+    }
+    alone = OnlyLists(FusionRanker(RetrievalSettings()), GRAPH_LISTS)
+    assert [h.id for h in asyncio.run(alone.fuse(lists, plan))] == ["g3", "g1", "g2"]
+
+
 def test_slug_and_settings_overrides_leave_the_original_alone() -> None:
     assert slug("hotpotqa dev/../x") == "hotpotqa-dev-x"
     base = Settings()
