@@ -10,8 +10,8 @@ touched (docs/experiments/2026-11-27-document-view.md). The dense query keeps ev
 them all-MiniLM-L6-v2 lost MRR@10 0.020 on cosqa-dev (brute force over the raw functions,
 docs/experiments/2026-11-28-web-phrased-code-questions.md).
 
-The same words mark a question phrased for a web search (`web_phrased`), which planning reads as
-a question in the asker's words rather than the code's.
+A language name also marks a question phrased for a web search (`web_phrased`), which planning
+reads as a question in the asker's words rather than the code's.
 """
 
 from __future__ import annotations
@@ -39,9 +39,13 @@ _PATTERN = re.compile(
 )
 
 
+_LANGUAGE_NAME = re.compile(rf"\b(?:{_LANG})\b", re.IGNORECASE)
+
+
 def web_phrased(text: str) -> bool:
-    """Whether `text` names a programming language or opens like a web search ("how to")."""
-    return _PATTERN.search(text) is not None
+    """Whether `text` names a programming language, as a question typed into a web search does
+    ("python read a csv file"); a "how do I" alone is how prose questions are asked too."""
+    return _LANGUAGE_NAME.search(text) is not None
 
 
 def without_language_words(text: str) -> str:

@@ -168,6 +168,8 @@ def test_scope_is_code_for_code_queries_and_docs_otherwise() -> None:
         ("Return the number of items in the queue as an int", False),  # the author's words
         ("parse_args() returns None", False),
         ("How do I configure retries?", False),  # a docs question keeps its weights
+        # Code scope by its ';', asked in prose: not a web search.
+        ("My worker crashed mid-charge; how do I make sure nobody is charged twice?", False),
     ],
 )
 def test_only_a_code_question_phrased_for_a_web_search_is_web_phrased(
