@@ -14,6 +14,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Seq
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from itertools import combinations
+from operator import itemgetter
 from typing import TypeVar
 
 import numpy as np
@@ -135,24 +136,28 @@ def related_from_counts(counts: PairCounts, settings: GraphSettings) -> list[Edg
     if total == 0:
         return []
     names = sorted(counts.df)  # a name's rank orders as the name does
-    rank = {name: i for i, name in enumerate(names)}
-    pairs = [(p, n) for p, n in counts.joint.items() if n >= settings.related_min_support]
-    a = np.fromiter((rank[p[0]] for p, _ in pairs), dtype=np.int64, count=len(pairs))
-    b = np.fromiter((rank[p[1]] for p, _ in pairs), dtype=np.int64, count=len(pairs))
-    joint = np.fromiter((n for _, n in pairs), dtype=np.float64, count=len(pairs))
-    df = np.fromiter((counts.df[name] for name in names), dtype=np.float64, count=len(names))
+    rank = {name: i for i, name in enumerate(names)}.__getitem__
+    # Mapped in C (`map`, `fromiter`) over every pair: a generator per array took 0.7 s of the
+    # 1.8 s this step took at 10k documents.
+    keys = list(counts.joint)
+    joint = np.fromiter(counts.joint.values(), dtype=np.float64, count=len(keys))
+    a = np.fromiter(map(rank, map(itemgetter(0), keys)), dtype=np.int64, count=len(keys))
+    b = np.fromiter(map(rank, map(itemgetter(1), keys)), dtype=np.int64, count=len(keys))
+    df = np.fromiter(map(counts.df.__getitem__, names), dtype=np.float64, count=len(names))
+    support = joint >= settings.related_min_support
+    a, b, joint = a[support], b[support], joint[support]
     score = _npmi_array(joint, df[a], df[b], total)
     keep = score >= settings.related_min_npmi
     a, b, joint, score = a[keep], b[keep], joint[keep], score[keep]
     strength = np.maximum(score, 0.0) * (joint / (joint + 1.0))
     order = np.lexsort((b, a, -strength))  # strongest first, ties by the names
-    ranked = zip(a[order].tolist(), b[order].tolist(), order.tolist(), strict=True)
-    kept = [i for _, _, i in strongest_per_entity(ranked, settings.related_max_per_entity, _ends)]
+    kept = order[_capped(a[order].tolist(), b[order].tolist(), settings.related_max_per_entity)]
+    ref = {i: entity_ref(names[i]) for i in np.unique(np.concatenate((a[kept], b[kept]))).tolist()}
     return [
         EdgeRow(
             rel=RelType.RELATED_TO,
-            src=entity_ref(names[i]),
-            dst=entity_ref(names[j]),
+            src=ref[i],
+            dst=ref[j],
             weight=round(s, 6),
             confidence=round(min(1.0, s), 6),
             source=EdgeSource.COOCCURRENCE,
@@ -168,8 +173,18 @@ def related_from_counts(counts: PairCounts, settings: GraphSettings) -> list[Edg
     ]
 
 
-def _ends(pair: tuple[int, int, int]) -> tuple[int, int]:
-    return pair[0], pair[1]
+def _capped(a: list[int], b: list[int], cap: int) -> list[int]:
+    """`strongest_per_entity` over pairs of name ranks: the positions of the pairs kept. A list
+    of counts indexed by rank, in one loop, where the generic version's `Counter` and generator
+    took 0.5 s over 10k documents' 1.3M ranked pairs."""
+    kept = [0] * (max(max(a, default=-1), max(b, default=-1)) + 1)
+    out: list[int] = []
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        if kept[x] < cap and kept[y] < cap:
+            kept[x] += 1
+            kept[y] += 1
+            out.append(i)
+    return out
 
 
 def _npmi_array(joint: np.ndarray, a: np.ndarray, b: np.ndarray, total: float) -> np.ndarray:
