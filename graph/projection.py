@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -324,18 +324,19 @@ def strongest(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n: int) -> s
     return m
 
 
-_CHUNK_QUERIES: tuple[tuple[NodeLabel, str], ...] = (
-    (
-        NodeLabel.SECTION,
-        "MATCH (n:Section {ns: $ns}) RETURN n.key AS key, n.id AS chunk, n.doc_id AS id, "
-        "coalesce(n.position, 0) AS pos",
-    ),
-    (
-        NodeLabel.PROPOSITION,
-        "MATCH (n:Proposition {ns: $ns}) RETURN n.key AS key, n.id AS chunk, n.doc_id AS id, "
-        "coalesce(n.position, 0) AS pos",
-    ),
-)
+CHUNK_LABELS = (NodeLabel.SECTION, NodeLabel.PROPOSITION)  # chunk nodes besides Documents
+_CHUNK_COLUMNS = {
+    "key": "n.key",
+    "chunk": "n.id",
+    "id": "n.doc_id",
+    "pos": "coalesce(n.position, 0)",
+}
+EDGE_COLUMNS = {  # what a projection reads of an edge (`r`, from `a` to `b`)
+    "s": "a.key",
+    "d": "b.key",
+    "w": "coalesce(r.weight, 1.0) * coalesce(r.confidence, 1.0)",
+}
+_EDGE_BATCH = 20_000  # start nodes per edge read (at most ~20k x their out-degree rows)
 _EDGE_SOURCES: Mapping[RelType, tuple[NodeLabel, ...]] = {
     RelType.HAS_CHILD: (NodeLabel.DOCUMENT, NodeLabel.SECTION),
     RelType.NEXT: (NodeLabel.SECTION, NodeLabel.PROPOSITION, NodeLabel.DOCUMENT),
@@ -349,22 +350,32 @@ _CHUNK_SOURCES = (NodeLabel.DOCUMENT, NodeLabel.SECTION, NodeLabel.PROPOSITION)
 def load_projection(
     store: GraphStore, *, progress: Callable[[str], None] | None = None
 ) -> GraphProjection:
-    """Read the namespace of `store` into a projection (a handful of streaming reads)."""
+    """Read the namespace of `store` into a projection: each label's nodes in one table read,
+    then their edges by batches of start keys (`graph/store/row_reads.py`), so that no read
+    makes the server collect more than `_EDGE_BATCH` nodes' edges at once."""
     started = time.perf_counter()
     at = store.version()
     b = ProjectionBuilder()
+    starts: dict[NodeLabel, list[str]] = {}
     proxies: dict[str, str] = {}  # document key -> id, for documents without a summary chunk
-    for r in store.read(
-        "MATCH (n:Document {ns: $ns}) RETURN n.key AS key, n.id AS id, n.chunk_id AS chunk",
+    documents = store.read_table(
+        "MATCH (n:Document {ns: $ns})",
+        {"key": "n.key", "id": "n.id", "chunk": "n.chunk_id"},
         op="projection",
-    ):
+    )
+    starts[NodeLabel.DOCUMENT] = [str(r["key"]) for r in documents]
+    for r in documents:
         if r["chunk"]:
             b.add_chunk(r["key"], str(r["chunk"]), str(r["id"]), Level.DOCUMENT)
         else:
             proxies[str(r["key"])] = str(r["id"])
     opening: dict[str, tuple[int, int, str]] = {}  # document id -> (level, position, chunk key)
-    for rank, (label, query) in enumerate(_CHUNK_QUERIES):
-        for r in store.read(query, op="projection"):
+    for rank, label in enumerate(CHUNK_LABELS):
+        chunks = store.read_table(
+            f"MATCH (n:{label.value} {{ns: $ns}})", _CHUNK_COLUMNS, op="projection"
+        )
+        starts[label] = [str(r["key"]) for r in chunks]
+        for r in chunks:
             doc = str(r["id"])
             b.add_chunk(r["key"], str(r["chunk"]), doc, _LEVEL_OF[label])
             candidate = (rank, int(r["pos"] or 0), str(r["key"]))
@@ -373,35 +384,45 @@ def load_projection(
     for key, doc in proxies.items():
         first = opening.get(doc)
         b.add_document(key, doc, first_chunk=first[2] if first else None)
-    for r in store.read(
-        "MATCH (n:Entity {ns: $ns}) RETURN n.key AS key, n.id AS id, n.name AS name, "
-        "coalesce(n.df, 0) AS df",
+    entities = store.read_table(
+        "MATCH (n:Entity {ns: $ns})",
+        {"key": "n.key", "id": "n.id", "name": "n.name", "df": "coalesce(n.df, 0)"},
         op="projection",
-    ):
+    )
+    starts[NodeLabel.ENTITY] = [str(r["key"]) for r in entities]
+    for r in entities:
         b.add_entity(r["key"], str(r["id"]), str(r["name"] or r["id"]), float(r["df"]))
-    for r in store.read(
-        "MATCH (a:Alias {ns: $ns})-[:ALIAS_OF]->(e:Entity) RETURN a.norm AS form, e.key AS ekey",
+    for r in store.read_table(
+        "MATCH (a:Alias {ns: $ns})-[:ALIAS_OF]->(e:Entity)",
+        {"form": "a.norm", "ekey": "e.key"},
         op="projection",
     ):
         b.add_alias(str(r["form"]), str(r["ekey"]))
+    _add_edges(store, b, starts, progress)
+    projection = b.build(stamp=at.stamp, version=at.version)
+    projection.built_s = time.perf_counter() - started
+    return projection
+
+
+def _add_edges(
+    store: GraphStore,
+    b: ProjectionBuilder,
+    starts: Mapping[NodeLabel, Sequence[str]],
+    progress: Callable[[str], None] | None,
+) -> None:
     # Switched off, sentence links stored by an earlier corpus pass are not walked either.
     skip = set() if store.settings.sentence_links else {RelType.CO_MENTIONED}
     for group, types in RELATIONS.items():
         for rel in (t for t in types if t not in skip):
             for label in _EDGE_SOURCES.get(rel, _CHUNK_SOURCES):
-                rows = store.read(
-                    f"MATCH (a:{label.value} {{ns: $ns}})-[r:{rel.value}]->(b) "
-                    "RETURN a.key AS s, b.key AS d, "
-                    "coalesce(r.weight, 1.0) * coalesce(r.confidence, 1.0) AS w",
-                    op="projection",
-                )
-                for r in rows:
-                    b.add_edge(group, str(r["s"]), str(r["d"]), float(r["w"]))
+                match = f"UNWIND $keys AS k MATCH (a:{label.value} {{key: k}})-[r:{rel.value}]->(b)"
+                keys = starts[label]
+                for first in range(0, len(keys), _EDGE_BATCH):
+                    batch = {"keys": keys[first : first + _EDGE_BATCH]}
+                    for r in store.read_table(match, EDGE_COLUMNS, batch, op="projection"):
+                        b.add_edge(group, str(r["s"]), str(r["d"]), float(r["w"]))
         if progress is not None:
             progress(group)
-    projection = b.build(stamp=at.stamp, version=at.version)
-    projection.built_s = time.perf_counter() - started
-    return projection
 
 
 class ProjectionHolder:

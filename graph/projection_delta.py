@@ -22,6 +22,8 @@ import scipy.sparse as sp
 
 from rayweave.cluster.types import Level
 from rayweave.graph.projection import (
+    CHUNK_LABELS,
+    EDGE_COLUMNS,
     LEVELS,
     RELATIONS,
     GraphProjection,
@@ -35,7 +37,6 @@ from rayweave.graph.store import GraphStore
 from rayweave.graph.store.change_log import StoreVersion
 
 _GROUP_OF = {rel: group for group, rels in RELATIONS.items() for rel in rels}
-_CHUNK_LABELS = (NodeLabel.SECTION, NodeLabel.PROPOSITION)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,7 +141,7 @@ def _read_nodes(store: GraphStore, keys: set[str], delta: ProjectionDelta) -> se
         delta.documents[key] = (str(r["id"]), str(r["chunk"]) if r["chunk"] else None)
         if not r["chunk"]:
             more |= _read_document_chunks(store, key, delta)
-    for rank, label in enumerate(_CHUNK_LABELS):
+    for rank, label in enumerate(CHUNK_LABELS):
         for r in store.read(
             f"UNWIND $keys AS k MATCH (n:{label.value} {{key: k}}) RETURN n.key AS key, "
             "n.id AS chunk, n.doc_id AS doc, coalesce(n.position, 0) AS pos",
@@ -172,7 +173,7 @@ def _chunk(r: Mapping[str, Any], rank: int, label: NodeLabel) -> ChunkState:
 def _read_document_chunks(store: GraphStore, dkey: str, delta: ProjectionDelta) -> set[str]:
     """A summary-less document's chunks: the first of them is the document's row."""
     found: list[ChunkState] = []
-    for rank, label in enumerate(_CHUNK_LABELS):
+    for rank, label in enumerate(CHUNK_LABELS):
         found += [
             _chunk(r, rank, label)
             for r in store.read(
@@ -193,7 +194,7 @@ def _labelled(delta: ProjectionDelta) -> dict[NodeLabel, list[str]]:
         NodeLabel.DOCUMENT: sorted(delta.documents),
         NodeLabel.ENTITY: sorted(delta.entities),
     }
-    for label, level in zip(_CHUNK_LABELS, (Level.SECTION, Level.PROPOSITION), strict=True):
+    for label, level in zip(CHUNK_LABELS, (Level.SECTION, Level.PROPOSITION), strict=True):
         out[label] = sorted(c.key for c in delta.chunks.values() if c.level is level)
     return out
 
@@ -202,20 +203,20 @@ def _read_edges(store: GraphStore, delta: ProjectionDelta) -> None:
     """Every edge of the read nodes, each node looked up under its own label only."""
     skip = set() if store.settings.sentence_links else {RelType.CO_MENTIONED}
     types = sorted(rel.value for rel in _GROUP_OF if rel not in skip)
-    weight = "coalesce(r.weight, 1.0) * coalesce(r.confidence, 1.0) AS w"
+    columns = {"t": "type(r)", **EDGE_COLUMNS}
     for label, keys in _labelled(delta).items():
         if not keys:
             continue
         params = {"keys": keys, "types": types}
         # Each end is found by its key first: ArcadeDB plans `(a)-[r]->(b:L {key: k})` as a
-        # scan of every edge.
+        # scan of every edge. A table read: a touched hub brings thousands of edges.
         for pattern in (
             f"(a:{label.value} {{key: k}}) MATCH (a)-[r]->(b)",
             f"(b:{label.value} {{key: k}}) MATCH (a)-[r]->(b)",
         ):
-            for r in store.read(
-                f"UNWIND $keys AS k MATCH {pattern} WHERE type(r) IN $types "
-                f"RETURN type(r) AS t, a.key AS s, b.key AS d, {weight}",
+            for r in store.read_table(
+                f"UNWIND $keys AS k MATCH {pattern} WHERE type(r) IN $types",
+                columns,
                 params,
                 op="projection_delta",
             ):

@@ -174,8 +174,9 @@ def _point_id(n: Name) -> str:
 
 def _entity_names(graph: GraphStore, rule: SynonymRule) -> dict[Name, bool]:
     """Every entity's (id, name), and whether its edges were linked under `rule`."""
-    rows = graph.read(
-        "MATCH (e:Entity {ns: $ns}) RETURN e.id AS id, e.name AS name, e.synonyms AS linked",
+    rows = graph.read_table(
+        "MATCH (e:Entity {ns: $ns})",
+        {"id": "e.id", "name": "e.name", "linked": "e.synonyms"},
         op="synonym_names",
     )
     return {

@@ -80,9 +80,9 @@ class GraphLayerSync(GraphWrites, StoreConnection):
     def sync_entities(self, entities: Sequence[EntityRow]) -> list[str]:
         """Write the entities whose name, kind or aliases differ from the stored ones; returns
         the keys of those written. Entities no row names are left to `prune`."""
-        rows = self.read(
-            "MATCH (e:Entity {ns: $ns}) RETURN e.id AS id, e.name AS name, e.kind AS kind, "
-            "e.aliases AS aliases",
+        rows = self.read_table(
+            "MATCH (e:Entity {ns: $ns})",
+            {"id": "e.id", "name": "e.name", "kind": "e.kind", "aliases": "e.aliases"},
             op="sync_entities",
         )
         stored = {r["id"]: (r["name"], r["kind"], tuple(r["aliases"] or ())) for r in rows}

@@ -7,6 +7,7 @@ import pytest
 from tests_support import edge_row, entity_row, linked_chunks, summary_chunk
 
 from rayweave.cluster.types import Chunk, Level
+from rayweave.graph import projection
 from rayweave.graph.projection import (
     NodeKind,
     ProjectionBuilder,
@@ -159,6 +160,19 @@ class TestLoad:
         assert p.relations["structure"][p.chunk_rows["sum"], p.chunk_rows["s0"]] > 0
         assert p.relations["sequence"][p.chunk_rows["s0"], s1] > 0
         assert p.stamp is not None
+
+    def test_edges_read_in_batches_of_start_nodes_are_every_edge(
+        self, graph_store: GraphStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        _write(graph_store)
+        whole = load_projection(graph_store)
+        monkeypatch.setattr(projection, "_EDGE_BATCH", 1)  # one start node per read
+        batched = load_projection(graph_store)
+        assert batched.keys == whole.keys
+        assert set(batched.relations) == set(whole.relations)
+        for group, matrix in whole.relations.items():
+            assert (batched.relations[group] != matrix).nnz == 0, group
+        assert whole.relations["structure"].nnz > 0
 
     def test_sentence_links_are_walked_only_when_switched_on(
         self, graph_store: GraphStore, monkeypatch: pytest.MonkeyPatch

