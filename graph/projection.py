@@ -32,6 +32,7 @@ from rayweave.cluster.types import Level, view_of
 from rayweave.graph.ppr import Transition, Weights
 from rayweave.graph.schema import NodeLabel, RelType
 from rayweave.graph.store import GraphStore
+from rayweave.graph.store.row_reads import KEY_BATCH
 
 log = logging.getLogger(__name__)
 
@@ -336,7 +337,7 @@ EDGE_COLUMNS = {  # what a projection reads of an edge (`r`, from `a` to `b`)
     "d": "b.key",
     "w": "coalesce(r.weight, 1.0) * coalesce(r.confidence, 1.0)",
 }
-_EDGE_BATCH = 20_000  # start nodes per edge read (at most ~20k x their out-degree rows)
+_EDGE_BATCH = KEY_BATCH  # start nodes per edge read
 _EDGE_SOURCES: Mapping[RelType, tuple[NodeLabel, ...]] = {
     RelType.HAS_CHILD: (NodeLabel.DOCUMENT, NodeLabel.SECTION),
     RelType.NEXT: (NodeLabel.SECTION, NodeLabel.PROPOSITION, NodeLabel.DOCUMENT),
@@ -415,12 +416,14 @@ def _add_edges(
     for group, types in RELATIONS.items():
         for rel in (t for t in types if t not in skip):
             for label in _EDGE_SOURCES.get(rel, _CHUNK_SOURCES):
-                match = f"UNWIND $keys AS k MATCH (a:{label.value} {{key: k}})-[r:{rel.value}]->(b)"
-                keys = starts[label]
-                for first in range(0, len(keys), _EDGE_BATCH):
-                    batch = {"keys": keys[first : first + _EDGE_BATCH]}
-                    for r in store.read_table(match, EDGE_COLUMNS, batch, op="projection"):
-                        b.add_edge(group, str(r["s"]), str(r["d"]), float(r["w"]))
+                for r in store.read_table_by_keys(
+                    f"MATCH (a:{label.value} {{key: k}})-[r:{rel.value}]->(b)",
+                    EDGE_COLUMNS,
+                    starts[label],
+                    op="projection",
+                    batch=_EDGE_BATCH,
+                ):
+                    b.add_edge(group, str(r["s"]), str(r["d"]), float(r["w"]))
         if progress is not None:
             progress(group)
 

@@ -36,7 +36,7 @@ from rayweave.graph.store.change_log import (
     read_version,
 )
 from rayweave.graph.store.cypher import CHANGE_LABEL, STAMP_LABEL, q
-from rayweave.graph.store.row_reads import PAGE, table_query, table_rows
+from rayweave.graph.store.row_reads import KEY_BATCH, PAGE, table_query, table_rows
 
 __all__ = ["StoreConnection", "run_count", "run_single"]
 
@@ -179,6 +179,23 @@ class StoreConnection:
         (`graph/store/row_reads.py`)."""
         records = self._records(table_query(match, columns, page=page), params, op=op)
         return table_rows(records, list(columns))
+
+    def read_table_by_keys(
+        self,
+        match: str,
+        columns: Mapping[str, str],
+        keys: Sequence[str],
+        params: Mapping[str, Any] | None = None,
+        *,
+        op: str = "read",
+        batch: int = KEY_BATCH,
+    ) -> list[dict[str, Any]]:
+        """`read_table` of `match` for each of `keys` (bound to `k`), `batch` keys per read."""
+        rows: list[dict[str, Any]] = []
+        for first in range(0, len(keys), batch):
+            bound = {**(params or {}), "keys": keys[first : first + batch]}
+            rows += self.read_table(f"UNWIND $keys AS k {match}", columns, bound, op=op)
+        return rows
 
     def _records(
         self, text: str, params: Mapping[str, Any] | None, *, op: str

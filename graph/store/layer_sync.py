@@ -26,6 +26,14 @@ EdgeKey = tuple[str, str, str, str, str]  # (type, start label, end label, start
 LayerView = dict[EdgeKey, dict[str, Any]]  # the stored properties of each synced edge
 _SYNCED_STARTS = (*CHUNK_LABELS, NodeLabel.ENTITY)  # the rule-made layer starts at these
 _ENTITY, _TOPIC = NodeLabel.ENTITY.value, NodeLabel.TOPIC.value
+_EDGE_COLUMNS = {  # an edge as `stored_edges` reads it (`r`, from `a` to `b`)
+    "t": "type(r)",
+    "la": "labels(a)[0]",
+    "lb": "labels(b)[0]",
+    "s": "a.key",
+    "d": "b.key",
+    "p": "properties(r)",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -162,30 +170,36 @@ class GraphLayerSync(GraphWrites, StoreConnection):
         """The stored edges of `sources` that `sync_edges` keeps equal to a pass's rows (those
         from chunks, documents and entities); `touching`: only those with an end among these
         node keys."""
-        params: dict[str, Any] = {
-            "sources": sorted(s.value for s in sources),
-            "starts": [label.value for label in _SYNCED_STARTS],
-        }
-        where = "WHERE r.source IN $sources AND labels(a)[0] IN $starts"
-        ret = (
-            "RETURN type(r) AS t, labels(a)[0] AS la, labels(b)[0] AS lb, a.key AS s, "
-            "b.key AS d, properties(r) AS p"
-        )
+        params: dict[str, Any] = {"sources": sorted(s.value for s in sources)}
+        where = "WHERE r.source IN $sources"
+        rows: list[dict[str, Any]] = []
         if touching is None:
-            rows = self.read(
-                f"MATCH (a {{ns: $ns}})-[r]->(b) {where} {ret}", params, op="sync_edges"
-            )
+            # By batches of start keys, each label's read first (`graph/store/row_reads.py`).
+            for label in _SYNCED_STARTS:
+                starts = self.read_table(
+                    f"MATCH (a:{label.value} {{ns: $ns}})", {"k": "a.key"}, op="sync_edges"
+                )
+                rows += self.read_table_by_keys(
+                    f"MATCH (a:{label.value} {{key: k}})-[r]->(b) {where}",
+                    _EDGE_COLUMNS,
+                    [str(r["k"]) for r in starts],
+                    params,
+                    op="sync_edges",
+                )
         else:
             params["keys"] = sorted(set(touching))
-            rows = []
+            params["starts"] = [label.value for label in _SYNCED_STARTS]
             # Each end is found by its key first (ArcadeDB scans every edge for an end matched
             # in the pattern), under each label it can have: a start is one of the synced
             # labels, an end any; a key names one node, so misses cost a lookup.
             patterns = [f"(a:{s.value} {{key: k}}) MATCH (a)-[r]->(b)" for s in _SYNCED_STARTS]
             patterns += [f"(b:{e.value} {{key: k}}) MATCH (a)-[r]->(b)" for e in NodeLabel]
             for pattern in patterns:
-                rows += self.read(
-                    f"UNWIND $keys AS k MATCH {pattern} {where} {ret}", params, op="sync_edges"
+                rows += self.read_table(
+                    f"UNWIND $keys AS k MATCH {pattern} {where} AND labels(a)[0] IN $starts",
+                    _EDGE_COLUMNS,
+                    params,
+                    op="sync_edges",
                 )
         return {
             (r["t"], r["la"], r["lb"], r["s"], r["d"]): {

@@ -80,3 +80,16 @@ class TestReadTable:
         finally:
             other.drop_namespace()
             other.close()
+
+    def test_keyed_reads_cover_every_batch(self, graph_store: GraphStore) -> None:
+        rows = [{"key": graph_store.key(f"e{i}"), "id": f"e{i}"} for i in range(5)]
+        graph_store.write(
+            "UNWIND $rows AS r CREATE (:Entity {key: r.key, ns: $ns, id: r.id})", {"rows": rows}
+        )
+        keys = [graph_store.key(f"e{i}") for i in (4, 0, 2, 9, 1, 3)]  # e9 does not exist
+        for batch in (1, 2, 4, 100):
+            got = graph_store.read_table_by_keys(
+                "MATCH (e:Entity {key: k})", {"id": "e.id"}, keys, batch=batch
+            )
+            assert sorted(r["id"] for r in got) == ["e0", "e1", "e2", "e3", "e4"]
+        assert graph_store.read_table_by_keys("MATCH (e:Entity {key: k})", {"id": "e.id"}, []) == []
