@@ -207,17 +207,17 @@ def _read_edges(store: GraphStore, delta: ProjectionDelta) -> None:
     for label, keys in _labelled(delta).items():
         if not keys:
             continue
-        params = {"keys": keys, "types": types}
         # Each end is found by its key first: ArcadeDB plans `(a)-[r]->(b:L {key: k})` as a
         # scan of every edge. A table read: a touched hub brings thousands of edges.
         for pattern in (
             f"(a:{label.value} {{key: k}}) MATCH (a)-[r]->(b)",
             f"(b:{label.value} {{key: k}}) MATCH (a)-[r]->(b)",
         ):
-            for r in store.read_table(
-                f"UNWIND $keys AS k MATCH {pattern} WHERE type(r) IN $types",
+            for r in store.read_table_by_keys(
+                f"MATCH {pattern} WHERE type(r) IN $types",
                 columns,
-                params,
+                keys,
+                {"types": types},
                 op="projection_delta",
             ):
                 delta.edges.append(

@@ -187,7 +187,7 @@ class GraphLayerSync(GraphWrites, StoreConnection):
                     op="sync_edges",
                 )
         else:
-            params["keys"] = sorted(set(touching))
+            keys = sorted(set(touching))
             params["starts"] = [label.value for label in _SYNCED_STARTS]
             # Each end is found by its key first (ArcadeDB scans every edge for an end matched
             # in the pattern), under each label it can have: a start is one of the synced
@@ -195,9 +195,10 @@ class GraphLayerSync(GraphWrites, StoreConnection):
             patterns = [f"(a:{s.value} {{key: k}}) MATCH (a)-[r]->(b)" for s in _SYNCED_STARTS]
             patterns += [f"(b:{e.value} {{key: k}}) MATCH (a)-[r]->(b)" for e in NodeLabel]
             for pattern in patterns:
-                rows += self.read_table(
-                    f"UNWIND $keys AS k MATCH {pattern} {where} AND labels(a)[0] IN $starts",
+                rows += self.read_table_by_keys(
+                    f"MATCH {pattern} {where} AND labels(a)[0] IN $starts",
                     _EDGE_COLUMNS,
+                    keys,
                     params,
                     op="sync_edges",
                 )
