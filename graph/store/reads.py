@@ -17,6 +17,8 @@ from rayweave.graph.store.records import EntityMatch, GraphCounts
 __all__ = ["MAX_NGRAM", "GraphReads"]
 
 MAX_NGRAM = 6
+_PROPERTIES = {"p": "properties(c)"}
+_TEXT_BATCH = 5_000  # chunks per read of their texts: what the server collects at once
 _LOOKUP = """
     UNWIND $keys AS k
     MATCH (a:Alias {key: k})-[:ALIAS_OF]->(e:Entity)
@@ -101,8 +103,8 @@ class GraphReads(StoreConnection):
     def documents_content(
         self, doc_ids: Sequence[str] | None = None
     ) -> tuple[list[Chunk], dict[str, list[Entity]], dict[str, Extraction]]:
-        """The given documents' chunks (else every chunk) with what extractors kept on them, in
-        one read: the corpus pass's input, for the corpus or a share of it."""
+        """The given documents' chunks (else every chunk) with what extractors kept on them: the
+        corpus pass's input, for the corpus or a share of it."""
         pairs = self._stored_chunks(doc_ids)
         extractions = {
             c.id: decode_extraction(p["extraction"]) for c, p in pairs if p.get("extraction")
@@ -110,28 +112,15 @@ class GraphReads(StoreConnection):
         return [c for c, _ in pairs], _mentions(pairs), extractions
 
     def _stored_chunks(self, doc_ids: Sequence[str] | None) -> list[tuple[Chunk, dict[str, Any]]]:
-        """(chunk, its stored properties), from one read per label."""
-        params: dict[str, Any] = {
-            "dkeys": [self.key(d) for d in doc_ids] if doc_ids is not None else None
-        }
+        """(chunk, its stored properties), as table reads (`graph/store/row_reads.py`): by
+        batches of keys for the whole corpus, one read per label for a share of documents."""
+        dkeys = None if doc_ids is None else [self.key(d) for d in doc_ids]
         found: list[tuple[Chunk, dict[str, Any]]] = []
         for label in (NodeLabel.SECTION, NodeLabel.PROPOSITION):
-            where = "WHERE c.dkey IN $dkeys" if doc_ids is not None else ""
-            rows = self.read(
-                f"MATCH (c:{label.value} {{ns: $ns}}) {where} RETURN properties(c) AS p",
-                params,
-                op="chunks",
-            )
             level = Level(label.value.lower())
+            rows = self._chunk_rows(label, "", dkeys)
             found.extend((chunk_from_props(r["p"], level=level), r["p"]) for r in rows)
-        where = "AND d.key IN $dkeys" if doc_ids is not None else ""
-        rows = self.read(
-            f"MATCH (d:Document {{ns: $ns}}) WHERE d.chunk_id IS NOT NULL {where} "
-            "RETURN properties(d) AS p",
-            params,
-            op="chunks",
-        )
-        for r in rows:
+        for r in self._chunk_rows(NodeLabel.DOCUMENT, "c.chunk_id IS NOT NULL", dkeys):
             p = dict(r["p"])
             p["doc_id"], p["id"] = p["id"], p["chunk_id"]
             found.append((chunk_from_props(p, level=Level.DOCUMENT), p))
@@ -139,6 +128,22 @@ class GraphReads(StoreConnection):
         # wrote first, nor on the order updates left the rows in.
         found.sort(key=lambda pair: pair[0].id)
         return found
+
+    def _chunk_rows(
+        self, label: NodeLabel, where: str, dkeys: Sequence[str] | None
+    ) -> list[dict[str, Any]]:
+        """Every `label` node's properties (`where`: on `c`), or those of the documents keyed
+        `dkeys` (a Document's own key is its `key`, a chunk's its `dkey`)."""
+        if dkeys is not None:
+            own = "key" if label is NodeLabel.DOCUMENT else "dkey"
+            cond = " AND ".join(x for x in (where, f"c.{own} IN $dkeys") if x)
+            match = f"MATCH (c:{label.value} {{ns: $ns}}) WHERE {cond}"
+            return self.read_table(match, _PROPERTIES, {"dkeys": dkeys}, op="chunks")
+        match = f"MATCH (c:{label.value} {{ns: $ns}})" + (f" WHERE {where}" if where else "")
+        keys = [str(r["k"]) for r in self.read_table(match, {"k": "c.key"}, op="chunks")]
+        return self.read_table_by_keys(
+            f"MATCH (c:{label.value} {{key: k}})", _PROPERTIES, keys, op="chunks", batch=_TEXT_BATCH
+        )
 
 
 def _mentions(pairs: Sequence[tuple[Chunk, Mapping[str, Any]]]) -> dict[str, list[Entity]]:

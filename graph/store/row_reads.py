@@ -1,4 +1,4 @@
-"""Reading every entity-sized row of a namespace as a few records instead of one per row.
+"""Reading many rows as a few Bolt records instead of one record per row.
 
 Each record costs the Bolt driver about 10 us of Python of its own, whatever its width, so a
 read of every entity of a namespace (60k rows at 10k documents, once by the layer sync and once
@@ -6,11 +6,10 @@ by synonymy) spends most of its time per record. Collected on the server into on
 in slices of `PAGE` rows, the same rows arrive about 2x faster (0.53 s against 1.13 s for the
 layer sync's read, measured on 10k documents, results equal).
 
-The collected list is held in the server's heap while it is sent, so `table_query` suits reads
-of short rows (ids, names, a few scalars, an edge's properties); chunk texts stream one record
-per row. Reads of every edge go by batches of `KEY_BATCH` start nodes
-(`StoreConnection.read_table_by_keys`), so the server holds one batch's edges at a time: at 10k
-documents the projection's edges then load 2.5x faster than one record per edge.
+The collected list is held in the server's heap while it is sent. So a read of every node
+collects short rows only (ids, names, a few scalars); reads of edges and of chunk texts go by
+batches of keys (`StoreConnection.read_table_by_keys`: `KEY_BATCH` start nodes per edge read,
+5,000 chunks per text read in `graph/store/reads.py`), so the server holds one batch at a time.
 """
 
 from __future__ import annotations
