@@ -175,8 +175,7 @@ class StoreConnection:
         page: int = PAGE,
     ) -> list[dict[str, Any]]:
         """`columns` (name -> scalar expression) of every match of `match`, sent as records of
-        up to `page` rows each: for reads of every entity-sized row of a namespace
-        (`graph/store/row_reads.py`)."""
+        up to `page` rows each: for reads of many short rows (`graph/store/row_reads.py`)."""
         records = self._records(table_query(match, columns, page=page), params, op=op)
         return table_rows(records, list(columns))
 
