@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from rayweave.cluster.types import Level, view_of
 from rayweave.graph.ppr import Transition, Weights
-from rayweave.graph.schema import NodeLabel, RelType
+from rayweave.graph.schema import CHUNK_LABELS, NodeLabel, RelType
 from rayweave.graph.store import GraphStore
 from rayweave.graph.store.row_reads import KEY_BATCH
 
@@ -325,7 +325,8 @@ def strongest(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n: int) -> s
     return m
 
 
-CHUNK_LABELS = (NodeLabel.SECTION, NodeLabel.PROPOSITION)  # chunk nodes besides Documents
+# Chunks stored as nodes of their own (a document's summary chunk lives on its Document node).
+CHUNK_NODE_LABELS = (NodeLabel.SECTION, NodeLabel.PROPOSITION)
 _CHUNK_COLUMNS = {
     "key": "n.key",
     "chunk": "n.id",
@@ -345,7 +346,6 @@ _EDGE_SOURCES: Mapping[RelType, tuple[NodeLabel, ...]] = {
     RelType.SYNONYM_OF: (NodeLabel.ENTITY,),
     RelType.CO_MENTIONED: (NodeLabel.ENTITY,),
 }
-_CHUNK_SOURCES = (NodeLabel.DOCUMENT, NodeLabel.SECTION, NodeLabel.PROPOSITION)
 
 
 def load_projection(
@@ -371,7 +371,7 @@ def load_projection(
         else:
             proxies[str(r["key"])] = str(r["id"])
     opening: dict[str, tuple[int, int, str]] = {}  # document id -> (level, position, chunk key)
-    for rank, label in enumerate(CHUNK_LABELS):
+    for rank, label in enumerate(CHUNK_NODE_LABELS):
         chunks = store.read_table(
             f"MATCH (n:{label.value} {{ns: $ns}})", _CHUNK_COLUMNS, op="projection"
         )
@@ -415,7 +415,7 @@ def _add_edges(
     skip = set() if store.settings.sentence_links else {RelType.CO_MENTIONED}
     for group, types in RELATIONS.items():
         for rel in (t for t in types if t not in skip):
-            for label in _EDGE_SOURCES.get(rel, _CHUNK_SOURCES):
+            for label in _EDGE_SOURCES.get(rel, CHUNK_LABELS):
                 for r in store.read_table_by_keys(
                     f"MATCH (a:{label.value} {{key: k}})-[r:{rel.value}]->(b)",
                     EDGE_COLUMNS,

@@ -22,7 +22,7 @@ import scipy.sparse as sp
 
 from rayweave.cluster.types import Level
 from rayweave.graph.projection import (
-    CHUNK_LABELS,
+    CHUNK_NODE_LABELS,
     EDGE_COLUMNS,
     LEVELS,
     RELATIONS,
@@ -141,7 +141,7 @@ def _read_nodes(store: GraphStore, keys: set[str], delta: ProjectionDelta) -> se
         delta.documents[key] = (str(r["id"]), str(r["chunk"]) if r["chunk"] else None)
         if not r["chunk"]:
             more |= _read_document_chunks(store, key, delta)
-    for rank, label in enumerate(CHUNK_LABELS):
+    for rank, label in enumerate(CHUNK_NODE_LABELS):
         for r in store.read(
             f"UNWIND $keys AS k MATCH (n:{label.value} {{key: k}}) RETURN n.key AS key, "
             "n.id AS chunk, n.doc_id AS doc, coalesce(n.position, 0) AS pos",
@@ -173,7 +173,7 @@ def _chunk(r: Mapping[str, Any], rank: int, label: NodeLabel) -> ChunkState:
 def _read_document_chunks(store: GraphStore, dkey: str, delta: ProjectionDelta) -> set[str]:
     """A summary-less document's chunks: the first of them is the document's row."""
     found: list[ChunkState] = []
-    for rank, label in enumerate(CHUNK_LABELS):
+    for rank, label in enumerate(CHUNK_NODE_LABELS):
         found += [
             _chunk(r, rank, label)
             for r in store.read(
@@ -194,7 +194,7 @@ def _labelled(delta: ProjectionDelta) -> dict[NodeLabel, list[str]]:
         NodeLabel.DOCUMENT: sorted(delta.documents),
         NodeLabel.ENTITY: sorted(delta.entities),
     }
-    for label, level in zip(CHUNK_LABELS, (Level.SECTION, Level.PROPOSITION), strict=True):
+    for label, level in zip(CHUNK_NODE_LABELS, (Level.SECTION, Level.PROPOSITION), strict=True):
         out[label] = sorted(c.key for c in delta.chunks.values() if c.level is level)
     return out
 
