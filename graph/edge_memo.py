@@ -23,13 +23,13 @@ import dataclasses
 import hashlib
 import logging
 import pickle
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
 
-from rayweave.cluster.types import Chunk
+from rayweave.cluster.types import Chunk, Entity
 from rayweave.graph.cache_file import read_cache, write_cache
 from rayweave.graph.document_edges import DocumentPart, DocumentTally, Facts, document_part
 from rayweave.graph.fact_reads import KINDS, Kind, Reads, moved, recording
@@ -66,20 +66,27 @@ def _header(facts: Facts) -> str:
     return f"{_FORMAT}|{facts.has_sections}|{facts.settings!r}"
 
 
+# A slots dataclass pickles field by field in Python (`dataclasses.fields` per object): as
+# tuples of its fields, 10k documents' chunks and mentions digest in a third of the time.
 _CHUNK_FIELDS = attrgetter(*(f.name for f in dataclasses.fields(Chunk)))
+_ENTITY_FIELDS = attrgetter(*(f.name for f in dataclasses.fields(Entity)))
 
 
 def _digest(doc_id: str, share: Share, kept: Kept) -> bytes:
     ids = [c.id for c in share.chunks]
     held = (
-        [_CHUNK_FIELDS(c) for c in share.chunks],  # a dataclass pickles field by field in Python
-        [share.mentions.get(i) for i in ids],
+        [_CHUNK_FIELDS(c) for c in share.chunks],
+        [_entity_fields(share.mentions.get(i)) for i in ids],
         [share.extractions.get(i) for i in ids],
         kept.names,
         sorted(kept.doc_keywords.get(doc_id, ())),
     )
     blob = pickle.dumps(held, protocol=pickle.HIGHEST_PROTOCOL)
     return hashlib.blake2b(blob, digest_size=16).digest()
+
+
+def _entity_fields(mentions: Sequence[Entity] | None) -> list[tuple[object, ...]] | None:
+    return None if mentions is None else [_ENTITY_FIELDS(e) for e in mentions]
 
 
 class MemoizedParts:

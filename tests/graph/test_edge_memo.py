@@ -128,6 +128,21 @@ def test_a_reference_whose_target_arrives_recomputes_the_referring_document() ->
     check_equals_fresh(up, batch, [a, other, guide], {})
 
 
+def test_a_changed_mention_under_the_same_text_recomputes_its_document() -> None:
+    # The digest covers each mention's every field: an alias alone decides an edge here.
+    up = Upkeep(GraphSettings())
+    a = page("A", "The Quartz Clock keeps time.")
+    b = page("B", "Sundials need the sun.")
+    named = Entity(id="e1", name="Quartz Clock", kind="product")
+    up.run([a, b], {a.id: [named]})
+    aliased = dataclasses.replace(named, aliases=("QC",))
+    batch, reused = up.run([a, b], {a.id: [aliased]})
+    assert reused == {"B"}
+    check_equals_fresh(up, batch, [a, b], {a.id: [aliased]})
+    batch, reused = up.run([a, b], {a.id: [aliased]})
+    assert reused == {"A", "B"}
+
+
 @pytest.mark.parametrize("sentence_links", [False, True])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_random_changes_give_what_a_fresh_build_gives(seed: int, sentence_links: bool) -> None:
