@@ -396,6 +396,20 @@ class GraphSettings(_Group):
         "against its text and the facts it read; a stale or foreign file is ignored. Off: "
         "every upkeep reads the layer, matches every chunk and computes every document.",
     )
+    upkeep_host: Literal["actor", "process"] = Field(
+        default="actor",
+        description="Where the upkeep after an ingest or delete runs: 'actor', in one detached "
+        "Ray actor on the head node ('rayweave-upkeep'), which keeps each namespace's layer "
+        "snapshot and memos in memory between upkeeps and writes their files behind them; "
+        "'process', in the ingesting process, which reads and writes those files each time "
+        "(1.5 s of a 13 s upkeep at 10k documents). Both leave the same graph.",
+    )
+    upkeep_idle_s: float = Field(
+        default=600.0,
+        ge=0,
+        description="The upkeep actor lets go of a namespace's memos after this many seconds "
+        "without an upkeep of it (0 = never); the next upkeep reads their files.",
+    )
     rebuild_share_documents: int = Field(
         default=500,
         ge=1,

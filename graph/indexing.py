@@ -15,17 +15,17 @@ import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from rayweave.cluster.gc_pause import gc_paused
 from rayweave.cluster.step_clock import StepClock
 from rayweave.cluster.types import Chunk, Document, Entity
 from rayweave.graph.builders import build_graph
-from rayweave.graph.edge_memo import MemoizedParts, load_edge_memo, save_edge_memo
+from rayweave.graph.edge_memo import MemoizedParts
 from rayweave.graph.edges import chunk_ref
 from rayweave.graph.extraction import Extraction, encode_extraction
-from rayweave.graph.layer_snapshot import LayerSnapshot, load_snapshot, save_snapshot, stored_layer
-from rayweave.graph.match_memo import MemoizedMatches, load_memo, save_memo
+from rayweave.graph.layer_memos import LayerMemos, MemoKeeper
+from rayweave.graph.layer_snapshot import LayerSnapshot, stored_layer
+from rayweave.graph.match_memo import MemoizedMatches
 from rayweave.graph.schema import CORPUS_SOURCES
 from rayweave.graph.store import GraphStore
 from rayweave.graph.store.layer_sync import EdgeSync
@@ -73,33 +73,26 @@ class CorpusPass:
 
 @gc_paused()
 def rebuild_corpus_edges(
-    store: GraphStore,
-    *,
-    full: bool = False,
-    snapshot: Path | None = None,
-    matches: Path | None = None,
-    parts: Path | None = None,
+    store: GraphStore, *, full: bool = False, memos: MemoKeeper | None = None
 ) -> CorpusPass:
     """Build entities, topics and every rule-made edge from all stored chunks and make the
     stored layer equal them (see module docstring), writing only rows that differ (`full`:
     every row, for repair). Readers see the old layer, then old and new together, never
     neither: new rows are written first, what they do not repeat is deleted after.
-    `snapshot`: a file where the pass keeps the edges it synced, so that the next one reads
-    back only what changed since (`graph/layer_snapshot.py`); `matches`: a file where it keeps its
-    gazetteer matches, so that the next one matches only the chunks a change can touch
-    (`graph/match_memo.py`; `full` matches every chunk and starts the file anew); `parts`: a
-    file where it keeps each document's phase 3 and the facts it read, so that the next one
-    recomputes and syncs only the documents a change can reach (`graph/edge_memo.py`; needs
-    the other two; `full`, which keeps no snapshot, neither uses nor keeps it)."""
+    `memos` (`graph/layer_memos.py`) keeps what the pass leaves for the next: the edges it
+    synced, so that the next one reads back only what changed since (`graph/layer_snapshot.py`);
+    its gazetteer matches, so that the next one matches only the chunks a change can touch
+    (`graph/match_memo.py`; `full` matches every chunk and starts the memo anew); each
+    document's phase 3 and the facts it read, so that the next one recomputes and syncs only
+    the documents a change can reach (`graph/edge_memo.py`; needs the other two; `full`, which
+    keeps no snapshot, neither uses nor keeps it)."""
     clock = StepClock()
+    kept = memos.kept if memos is not None else frozenset()
+    old = memos.load() if memos is not None and not full else LayerMemos()
     # What is stored is known first, from the version before anything is read (see
     # `graph/layer_snapshot.py`): writes that land while the pass runs are re-read next time.
     with clock.step("stored layer"):
-        stored = (
-            None
-            if full
-            else stored_layer(store, CORPUS_SOURCES, load_snapshot(snapshot) if snapshot else None)
-        )
+        stored = None if full else stored_layer(store, CORPUS_SOURCES, old.snapshot)
         unsettled = None if stored is None else stored.unsettled
     with clock.step("read chunks"):
         chunks, mentions, extractions = store.documents_content()
@@ -107,13 +100,13 @@ def rebuild_corpus_edges(
             store.backfill_mentions()
             chunks, mentions, extractions = store.documents_content()
     with clock.step("compute"):
-        memo = None if matches is None else MemoizedMatches(None if full else load_memo(matches))
+        memo = MemoizedMatches(old.matches) if "matches" in kept else None
         reuse = None
         doc_keys: dict[str, set[str]] = {}
-        if parts is not None and memo is not None and not full:  # `full` keeps no snapshot
+        if "parts" in kept and memo is not None and not full:  # `full` keeps no snapshot
             doc_keys = _document_keys(store, chunks)
             reuse = MemoizedParts(
-                load_edge_memo(parts),
+                old.parts,
                 matches=memo,
                 at=None if stored is None else stored.since,
                 blocked=None
@@ -145,7 +138,7 @@ def rebuild_corpus_edges(
                 batch.edges,
                 CORPUS_SOURCES,
                 stored=stored.view,
-                keep_view=snapshot is not None,
+                keep_view="snapshot" in kept,
                 standing=set().union(*(doc_keys[d] for d in reuse.reused)) if reuse else set(),
             )
     with clock.step("clean up"):
@@ -162,13 +155,18 @@ def rebuild_corpus_edges(
         store.touch()
     with clock.step("memo files"):
         made = uuid.uuid4().hex  # names this pass in both memos: they are used together
-        if snapshot is not None and stored is not None and edges.view is not None:
-            save_snapshot(snapshot, LayerSnapshot(ns=store.ns, at=stored.at, view=edges.view))
-        if matches is not None and memo is not None and memo.memo is not None:
-            save_memo(matches, dataclasses.replace(memo.memo, made=made))
-        kept = None if reuse is None or stored is None else reuse.memo(made, stored.at)
-        if parts is not None and kept is not None:
-            save_edge_memo(parts, kept)
+        if memos is not None:
+            memos.keep(
+                LayerMemos(
+                    snapshot=None
+                    if stored is None or edges.view is None
+                    else LayerSnapshot(ns=store.ns, at=stored.at, view=edges.view),
+                    matches=None
+                    if memo is None or memo.memo is None
+                    else dataclasses.replace(memo.memo, made=made),
+                    parts=None if reuse is None or stored is None else reuse.memo(made, stored.at),
+                )
+            )
     reread = None if stored is None else stored.reread
     rematched = None if memo is None else memo.rematched
     return CorpusPass(
@@ -205,19 +203,16 @@ def update_entity_layer(
     names: NameIndex | None,
     *,
     full: bool = False,
-    snapshot: Path | None = None,
-    matches: Path | None = None,
-    parts: Path | None = None,
+    memos: MemoKeeper | None = None,
 ) -> EntityLayerUpdate:
     """The maintenance step after documents are written or deleted: the entity layer from the
     stored chunks, then synonymy for the names that changed (none without a name index);
-    `full` rewrites every row and re-encodes every name; `snapshot`, `matches` and `parts`:
-    see `rebuild_corpus_edges`."""
+    `full` rewrites every row and re-encodes every name; `memos`: see `rebuild_corpus_edges`."""
     if store.begin_maintenance():  # an upkeep died mid-way: what it wrote is not logged
         store.mark_all()
-        if snapshot is not None:
-            snapshot.unlink(missing_ok=True)
-    corpus = rebuild_corpus_edges(store, full=full, snapshot=snapshot, matches=matches, parts=parts)
+        if memos is not None:
+            memos.forget_snapshot()
+    corpus = rebuild_corpus_edges(store, full=full, memos=memos)
     clock = StepClock()
     clock.add(corpus.seconds)
     synonyms = None

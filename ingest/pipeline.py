@@ -395,13 +395,15 @@ def finalize(
     progress: Callable[[str], None] | None = None,
 ) -> Finalized:
     """Corpus-wide steps after documents are written or deleted: the graph's entity layer from
-    every stored chunk and synonymy for the names that changed (`graph.indexing`), the facts
+    every stored chunk and synonymy for the names that changed (`graph.indexing`, in the process
+    or actor that `graph.upkeep_host` names, `ingest/upkeep_host.py`), the facts
     collection from the extractions kept on chunks, and the vector index build. `rebuild`: the
     entity layer as a Ray job over shares of the corpus, every name relinked
     (`ingest/corpus_rebuild.py`); `progress` hears which step runs."""
     from rayweave.cluster.vectors.service import vector_store_for
     from rayweave.graph.store import open_graph_store
     from rayweave.ingest.corpus_rebuild import rebuild_on_cluster
+    from rayweave.ingest.upkeep_host import run_upkeep
 
     clock = StepClock()
     store = vector_store_for(settings, collection)
@@ -409,7 +411,7 @@ def finalize(
         with clock.step("rebuild"):
             rebuild_on_cluster(settings, collection, progress=progress)
     else:
-        clock.add(_update_entity_layer(settings, collection, dense_dim=store.spec().dense_dim))
+        clock.add(run_upkeep(settings, collection, dense_dim=store.spec().dense_dim))
     graph = open_graph_store(settings, namespace=collection)
     try:
         with clock.step("facts"):
@@ -427,35 +429,6 @@ def finalize(
         relationships=sum(counts.relationships.values()),
         seconds=clock.seconds,
     )
-
-
-def _update_entity_layer(
-    settings: Settings, collection: str, *, dense_dim: int
-) -> dict[str, float]:
-    """The upkeep after an ingest or delete, in this process (`graph.maintenance`); returns its
-    seconds per step."""
-    from rayweave.graph.indexing import update_entity_layer
-    from rayweave.graph.store import open_graph_store
-    from rayweave.ingest.name_index import name_index
-
-    graph = open_graph_store(settings, namespace=collection)
-    names = name_index(settings, collection, dense_dim=dense_dim)
-    layers = settings.graph_home / "layers"
-    keep = settings.graph.layer_snapshots
-    try:
-        update = update_entity_layer(
-            graph,
-            names,
-            full=settings.graph.maintenance == "full",
-            snapshot=layers / f"{collection}.pickle" if keep else None,
-            matches=layers / f"{collection}.matches.pickle" if keep else None,
-            parts=layers / f"{collection}.parts.pickle" if keep else None,
-        )
-    finally:
-        graph.close()
-        if names is not None:
-            names.store.close()
-    return update.seconds
 
 
 def with_maintenance(settings: Settings, mode: Literal["incremental", "full"]) -> Settings:

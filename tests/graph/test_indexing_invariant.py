@@ -18,6 +18,7 @@ from tests_support import graph_snapshot
 from rayweave.cluster.types import Chunk, ContentType, Document, Level
 from rayweave.graph.builders import build_graph
 from rayweave.graph.indexing import update_entity_layer
+from rayweave.graph.layer_memos import HeldMemos, MemoFiles
 from rayweave.graph.schema import CORPUS_SOURCES
 from rayweave.graph.store import GraphStore
 
@@ -54,20 +55,19 @@ def built_edges(store: GraphStore) -> set[tuple[str, str, str]]:
     return {(e.rel.value, e.src.id, e.dst.id) for e in batch.edges}
 
 
-@pytest.mark.parametrize("seed", [7, 8])
+@pytest.mark.parametrize(("seed", "keeper"), [(7, "files"), (8, "files"), (9, "held")])
 def test_random_updates_leave_the_graph_a_fresh_ingest_would_build(
-    seed: int, graph_store: GraphStore, tmp_path: Path
+    seed: int, keeper: str, graph_store: GraphStore, tmp_path: Path
 ) -> None:
     rng = random.Random(seed)
     names = name_index(tmp_path / "live", graph_store.ns)
     relinked = 0
     live: dict[str, GeneratedDoc] = {f"D{i}": generate(rng, f"D{i}", 0) for i in range(6)}
     write(graph_store, list(live.values()))
-    layer = tmp_path / "layers" / f"{graph_store.ns}.pickle"
-    matches = tmp_path / "layers" / f"{graph_store.ns}.matches.pickle"
-    parts = tmp_path / "layers" / f"{graph_store.ns}.parts.pickle"
-    memos = {"snapshot": layer, "matches": matches, "parts": parts}
-    first = update_entity_layer(graph_store, names, **memos)
+    files = MemoFiles.under(tmp_path / "layers", graph_store.ns)
+    # 'held': as the upkeep actor keeps them (`ingest/upkeep_host.py`), in memory between passes.
+    memos = HeldMemos(files) if keeper == "held" else files
+    first = update_entity_layer(graph_store, names, memos=memos)
     assert first.corpus.reread is None
     assert first.corpus.rematched == len(graph_store.chunks_and_mentions()[0])
     assert first.corpus.reused == 0
@@ -75,7 +75,7 @@ def test_random_updates_leave_the_graph_a_fresh_ingest_would_build(
     whole_relink = first.synonyms is not None and first.synonyms.full
     for step in range(8):
         change = random_change(rng, graph_store, live, step + 1)
-        update = update_entity_layer(graph_store, names, **memos)
+        update = update_entity_layer(graph_store, names, memos=memos)
         assert update.corpus.rematched is not None
         assert update.corpus.reused is not None
         rematched += update.corpus.rematched
@@ -140,17 +140,15 @@ def test_an_entity_merged_away_goes_in_an_upkeep_from_the_snapshot(
     # sync. From the snapshot the upkeep sweeps only the entities at an end of a written or
     # deleted edge for orphans: the plural's entity must be among them.
     names = name_index(tmp_path / "live", graph_store.ns)
-    layer = tmp_path / "layers" / f"{graph_store.ns}.pickle"
-    matches = tmp_path / "layers" / f"{graph_store.ns}.matches.pickle"
-    parts = tmp_path / "layers" / f"{graph_store.ns}.parts.pickle"
+    memos = MemoFiles.under(tmp_path / "layers", graph_store.ns)
     plural = _titled("A", "Gadgets", "Gadgets are small tools that fit in a pocket.")
     singular = _titled("B", "Gadget", "A Gadget is one of the small tools.")
     write(graph_store, [plural])
     for _ in range(2):  # the first relinks every name: a full log entry, read whole next
-        update_entity_layer(graph_store, names, snapshot=layer, matches=matches, parts=parts)
+        update_entity_layer(graph_store, names, memos=memos)
     before = {e[0] for e in graph_snapshot(graph_store)[0]}
     write(graph_store, [singular])
-    update = update_entity_layer(graph_store, names, snapshot=layer, matches=matches, parts=parts)
+    update = update_entity_layer(graph_store, names, memos=memos)
     names.store.close()
     assert update.corpus.reread is not None  # the sync started from the snapshot
     # A's title now resolves to the singular's entity: A is computed anew, not reused.
@@ -168,11 +166,7 @@ def test_a_document_written_again_unchanged_gets_its_edges_back(
     # matches the same names: only the change log tells that B's edges, and A's edge into
     # B, must be made again rather than kept from the memo.
     names = name_index(tmp_path / "live", graph_store.ns)
-    memos = {
-        "snapshot": tmp_path / "layers" / f"{graph_store.ns}.pickle",
-        "matches": tmp_path / "layers" / f"{graph_store.ns}.matches.pickle",
-        "parts": tmp_path / "layers" / f"{graph_store.ns}.parts.pickle",
-    }
+    memos = MemoFiles.under(tmp_path / "layers", graph_store.ns)
     a = _titled("A", "Gadget Guide", "The Gadget Guide points to B for the Widget Toolkit.")
     a = GeneratedDoc(a.document, (dataclasses.replace(a.chunks[0], references=("B.md",)),), {})
     b = _titled("B", "Widget Toolkit", "The Widget Toolkit ships every Gadget.")
@@ -180,10 +174,10 @@ def test_a_document_written_again_unchanged_gets_its_edges_back(
     c = _titled("C", "Lake Geneva", "Lake Geneva lies between two countries.")
     write(graph_store, [a, b, c])
     for _ in range(2):  # the first relinks every name: a full log entry, read whole next
-        update_entity_layer(graph_store, names, **memos)
+        update_entity_layer(graph_store, names, memos=memos)
     graph_store.delete_document("B")
     write(graph_store, [b])
-    update = update_entity_layer(graph_store, names, **memos)
+    update = update_entity_layer(graph_store, names, memos=memos)
     names.store.close()
     assert update.corpus.reused == 1  # C; A and B are made again
     got = graph_snapshot(graph_store)

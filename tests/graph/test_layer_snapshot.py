@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rayweave.graph.indexing import update_entity_layer
+from rayweave.graph.layer_memos import MemoFiles
 from rayweave.graph.layer_snapshot import load_snapshot, stored_layer
 from rayweave.graph.schema import CORPUS_SOURCES
 from rayweave.graph.store import GraphStore
@@ -23,7 +24,7 @@ def test_snapshot_and_log_equal_a_whole_read(graph_store: GraphStore, tmp_path: 
     layer = tmp_path / "layer.pickle"
     live = {f"D{i}": generate(rng, f"D{i}", 0) for i in range(8)}
     write(graph_store, list(live.values()))
-    update_entity_layer(graph_store, None, snapshot=layer)
+    update_entity_layer(graph_store, None, memos=MemoFiles(snapshot=layer))
     for step in range(6):
         random_change(rng, graph_store, live, step + 1)
         # Between a write and its upkeep, as the next upkeep starts: the snapshot is behind.
@@ -31,7 +32,10 @@ def test_snapshot_and_log_equal_a_whole_read(graph_store: GraphStore, tmp_path: 
         whole = graph_store.stored_edges(CORPUS_SOURCES)
         assert found.reread is not None
         assert found.view == whole, f"step {step}"
-        assert update_entity_layer(graph_store, None, snapshot=layer).corpus.reread is not None
+        assert (
+            update_entity_layer(graph_store, None, memos=MemoFiles(snapshot=layer)).corpus.reread
+            is not None
+        )
     assert stored_layer(graph_store, CORPUS_SOURCES, load_snapshot(layer)).view == (
         graph_store.stored_edges(CORPUS_SOURCES)
     )
@@ -44,7 +48,7 @@ def test_a_snapshot_the_log_cannot_vouch_for_is_not_used(
     layer = tmp_path / "layer.pickle"
     docs = [generate(rng, f"D{i}", 0) for i in range(4)]
     write(graph_store, docs)
-    update_entity_layer(graph_store, None, snapshot=layer)
+    update_entity_layer(graph_store, None, memos=MemoFiles(snapshot=layer))
     snapshot = load_snapshot(layer)
     assert snapshot is not None
     assert snapshot.view
@@ -59,7 +63,7 @@ def test_a_snapshot_the_log_cannot_vouch_for_is_not_used(
     # Another namespace's snapshot, a full entry, a torn file: all read the stored layer.
     other = graph_store.for_namespace(f"{graph_store.ns}-other")
     assert stored_layer(other, CORPUS_SOURCES, snapshot).reread is None
-    update_entity_layer(graph_store, None, snapshot=layer)
+    update_entity_layer(graph_store, None, memos=MemoFiles(snapshot=layer))
     graph_store.mark_all()
     graph_store.touch()
     assert stored_layer(graph_store, CORPUS_SOURCES, load_snapshot(layer)).reread is None

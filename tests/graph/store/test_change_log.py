@@ -86,14 +86,18 @@ def test_after_an_upkeep_that_died_the_next_entry_is_full(
     graph_store: GraphStore, tmp_path: Path
 ) -> None:
     from rayweave.graph.indexing import update_entity_layer
+    from rayweave.graph.layer_memos import MemoFiles
 
     layer = tmp_path / "layer.pickle"
-    update_entity_layer(graph_store, None, snapshot=layer)
+    update_entity_layer(graph_store, None, memos=MemoFiles(snapshot=layer))
     done = graph_store.version().version
     assert not graph_store.changes_since(done - 1).full
     assert graph_store.begin_maintenance() is False  # then killed: its writes were not logged
     # Nor is its layer snapshot trusted: the next upkeep reads the stored layer whole.
-    assert update_entity_layer(graph_store, None, snapshot=layer).corpus.reread is None
+    assert (
+        update_entity_layer(graph_store, None, memos=MemoFiles(snapshot=layer)).corpus.reread
+        is None
+    )
     assert graph_store.changes_since(done).full
     after = graph_store.version().version
     update_entity_layer(graph_store, None)

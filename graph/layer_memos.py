@@ -1,0 +1,166 @@
+"""What one corpus pass keeps for the next, and where it lives between passes.
+
+A pass keeps three caches (`graph/indexing.py`): the layer snapshot, the match memo and the
+document parts. Each is checked against the store when the next pass starts, so any earlier
+pass's copy is safe to start from; only how much it saves differs. Pickling them costs what
+parts of the pass they save do (at 10k documents, 1.0 s to write and 0.5 s to read, of a
+13 s upkeep), so where they live matters:
+
+- `MemoFiles` keeps them in files beside the store: what a process that runs one upkeep and
+  exits can leave.
+- `HeldMemos` keeps them in memory for a process that runs upkeep after upkeep
+  (`ingest/upkeep_host.py`). It still writes the files, in a thread behind the pass, so another
+  process, or this one after a restart, starts from them; the next pass in this process waits
+  for that write before it reads or replaces anything.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+
+from rayweave.graph.edge_memo import EdgeMemo, load_edge_memo, save_edge_memo
+from rayweave.graph.layer_snapshot import LayerSnapshot, load_snapshot, save_snapshot
+from rayweave.graph.match_memo import MatchMemo, load_memo, save_memo
+
+log = logging.getLogger(__name__)
+
+Memo = Literal["snapshot", "matches", "parts"]
+
+
+@dataclass(frozen=True, slots=True)
+class LayerMemos:
+    """The caches of one pass (None: not made, or not kept)."""
+
+    snapshot: LayerSnapshot | None = None
+    matches: MatchMemo | None = None
+    parts: EdgeMemo | None = None
+
+
+class MemoKeeper(Protocol):
+    """Where a corpus pass finds the caches of the last one and leaves its own."""
+
+    @property
+    def kept(self) -> frozenset[Memo]:
+        """The caches this keeper keeps; a pass makes and uses only these."""
+        ...
+
+    def load(self) -> LayerMemos: ...
+
+    def keep(self, memos: LayerMemos) -> None:
+        """Keep the caches of `memos` that are not None; the others stay as they were."""
+        ...
+
+    def forget_snapshot(self) -> None:
+        """Drop the snapshot: the stored layer may have changed without a log entry."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class MemoFiles:
+    """The caches as pickles (None: that cache is not kept)."""
+
+    snapshot: Path | None = None
+    matches: Path | None = None
+    parts: Path | None = None
+
+    @classmethod
+    def under(cls, folder: Path, collection: str) -> MemoFiles:
+        """All three, named for `collection` in `folder` (the ingest's `<home>/graph/layers`)."""
+        return cls(
+            snapshot=folder / f"{collection}.pickle",
+            matches=folder / f"{collection}.matches.pickle",
+            parts=folder / f"{collection}.parts.pickle",
+        )
+
+    @property
+    def kept(self) -> frozenset[Memo]:
+        paths: dict[Memo, Path | None] = {
+            "snapshot": self.snapshot,
+            "matches": self.matches,
+            "parts": self.parts,
+        }
+        return frozenset(memo for memo, path in paths.items() if path is not None)
+
+    def load(self) -> LayerMemos:
+        return LayerMemos(
+            snapshot=load_snapshot(self.snapshot) if self.snapshot else None,
+            matches=load_memo(self.matches) if self.matches else None,
+            parts=load_edge_memo(self.parts) if self.parts else None,
+        )
+
+    def keep(self, memos: LayerMemos) -> None:
+        if self.snapshot is not None and memos.snapshot is not None:
+            save_snapshot(self.snapshot, memos.snapshot)
+        if self.matches is not None and memos.matches is not None:
+            save_memo(self.matches, memos.matches)
+        if self.parts is not None and memos.parts is not None:
+            save_edge_memo(self.parts, memos.parts)
+
+    def forget_snapshot(self) -> None:
+        if self.snapshot is not None:
+            self.snapshot.unlink(missing_ok=True)
+
+
+class HeldMemos:
+    """`files`' caches held in memory from pass to pass, the files written behind each pass.
+
+    Not for concurrent passes over one namespace (the host runs one upkeep at a time)."""
+
+    def __init__(self, files: MemoFiles) -> None:
+        self.files = files
+        self._held: LayerMemos | None = None  # None: not read yet
+        self._writing: threading.Thread | None = None
+
+    @property
+    def kept(self) -> frozenset[Memo]:
+        return self.files.kept
+
+    @property
+    def held(self) -> bool:
+        return self._held is not None
+
+    def load(self) -> LayerMemos:
+        self.flush()
+        if self._held is None:
+            self._held = self.files.load()
+        return self._held
+
+    def keep(self, memos: LayerMemos) -> None:
+        self.flush()
+        was = self._held or LayerMemos()
+        self._held = LayerMemos(
+            snapshot=memos.snapshot or was.snapshot,
+            matches=memos.matches or was.matches,
+            parts=memos.parts or was.parts,
+        )
+        self._writing = threading.Thread(
+            target=self._write, args=(memos,), name="rayweave-memo-files"
+        )
+        self._writing.start()
+
+    def forget_snapshot(self) -> None:
+        self.flush()
+        if self._held is not None:
+            self._held = LayerMemos(matches=self._held.matches, parts=self._held.parts)
+        self.files.forget_snapshot()
+
+    def release(self) -> None:
+        """Let go of the memory (the files stay): the next pass reads them."""
+        self.flush()
+        self._held = None
+
+    def flush(self) -> None:
+        """Wait for the files of the last `keep`."""
+        if self._writing is not None:
+            self._writing.join()
+            self._writing = None
+
+    def _write(self, memos: LayerMemos) -> None:
+        try:
+            self.files.keep(memos)
+        except Exception:  # a cache: the next process without memory starts from the store
+            log.warning("could not write the layer memos %s", self.files, exc_info=True)

@@ -1,0 +1,169 @@
+"""Where the graph's upkeep after an ingest or delete runs (`graph.upkeep_host`).
+
+'process' runs it in the caller, which reads the last upkeep's caches from their files and
+writes its own (`graph/layer_memos.MemoFiles`). 'actor' runs it in one detached actor,
+`rayweave-upkeep`, on the head node, where the graph home and its files live. The actor holds
+each namespace's caches in memory between upkeeps (`HeldMemos`): an upkeep neither unpickles the
+last one's caches nor waits while its own are written (1.5 s of a 13 s upkeep at 10k
+documents), and the dense encoder that synonymy needs stays loaded. It runs one upkeep at a
+time, takes no CPU from scheduling (the caller waits for it), lets go of a namespace's memory
+after `graph.upkeep_idle_s` without an upkeep of it, and is replaced when the caller runs other
+code. When it cannot be reached or dies, the upkeep runs in the caller: both leave the same
+graph, from the same files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
+
+from rayweave.cluster.services.idle import IdleResource
+from rayweave.cluster.settings import Settings
+from rayweave.graph.layer_memos import HeldMemos, MemoFiles, MemoKeeper
+
+log = logging.getLogger(__name__)
+
+UPKEEP_ACTOR = "rayweave-upkeep"
+# Embedded data lives on the head node, where `rayweave start` keeps its home.
+_HEAD_NODE = {"node:__internal_head__": 0.001}
+_REAP_EVERY_S = 1.0
+_START_TIMEOUT_S = 60.0
+_PACKAGES = ("cluster", "ingest", "graph", "models")  # what an upkeep runs
+
+
+def run_upkeep(settings: Settings, collection: str, *, dense_dim: int) -> dict[str, float]:
+    """The entity layer and synonymy brought up to the stored chunks, where `graph.upkeep_host`
+    says; returns the upkeep's seconds per step."""
+    if settings.graph.upkeep_host == "actor":
+        from rayweave.cluster.services.runtime import connect
+
+        connect(settings)
+        try:
+            actor = _acquire_actor(settings)
+            seconds: dict[str, float] = ray.get(
+                actor.update.remote(settings, collection, dense_dim)
+            )
+            return seconds
+        except (RayActorError, ActorUnavailableError, GetTimeoutError) as exc:
+            log.warning("the upkeep actor is unavailable (%s); running the upkeep here", exc)
+    return upkeep(settings, collection, dense_dim=dense_dim, memos=memo_files(settings, collection))
+
+
+def memo_files(settings: Settings, collection: str) -> MemoFiles | None:
+    """The namespace's cache files (None when `graph.layer_snapshots` is off)."""
+    if not settings.graph.layer_snapshots:
+        return None
+    return MemoFiles.under(settings.graph_home / "layers", collection)
+
+
+def upkeep(
+    settings: Settings, collection: str, *, dense_dim: int, memos: MemoKeeper | None
+) -> dict[str, float]:
+    """The upkeep in this process (`graph/indexing.py`); returns its seconds per step."""
+    from rayweave.graph.indexing import update_entity_layer
+    from rayweave.graph.store import open_graph_store
+    from rayweave.ingest.name_index import name_index
+
+    graph = open_graph_store(settings, namespace=collection)
+    names = name_index(settings, collection, dense_dim=dense_dim)
+    try:
+        update = update_entity_layer(
+            graph, names, full=settings.graph.maintenance == "full", memos=memos
+        )
+    finally:
+        graph.close()
+        if names is not None:
+            names.store.close()
+    return update.seconds
+
+
+def code_fingerprint() -> str:
+    """Names the package's code as it is on disk: an actor started from other code is
+    replaced (a detached actor outlives an upgrade, or an edit of a checkout)."""
+    digest = hashlib.blake2b(digest_size=12)
+    for package in _PACKAGES:
+        root = Path(importlib.import_module(f"rayweave.{package}").__file__ or "").parent
+        for path in sorted(root.rglob("*.py")):
+            stat = path.stat()
+            digest.update(f"{package}/{path.relative_to(root)}|{stat.st_size}|".encode())
+            digest.update(f"{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+@ray.remote(num_cpus=0)
+class UpkeepActor:
+    """Runs upkeeps one at a time, each namespace's caches held in memory (see module
+    docstring)."""
+
+    def __init__(self) -> None:
+        self._code = code_fingerprint()
+        self._held: dict[MemoFiles, IdleResource[HeldMemos]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        threading.Thread(target=self._reap, name="upkeep-reap", daemon=True).start()
+
+    def describe(self) -> dict[str, Any]:
+        with self._lock:
+            held = sorted(str(f.snapshot) for f, r in self._held.items() if r.is_open)
+        return {"pid": os.getpid(), "code": self._code, "held": held}
+
+    def update(self, settings: Settings, collection: str, dense_dim: int) -> dict[str, float]:
+        files = memo_files(settings, collection)
+        if files is None:
+            return upkeep(settings, collection, dense_dim=dense_dim, memos=None)
+        with self._lock:
+            resource = self._held.get(files)
+            if resource is None:
+                resource = self._held[files] = IdleResource(
+                    lambda: HeldMemos(files), HeldMemos.release, idle_s=0.0
+                )
+            resource.idle_s = settings.graph.upkeep_idle_s
+        with resource.use() as memos:
+            return upkeep(settings, collection, dense_dim=dense_dim, memos=memos)
+
+    def _reap(self) -> None:
+        while not self._stop.wait(_REAP_EVERY_S):
+            with self._lock:
+                resources = list(self._held.values())
+            for resource in resources:
+                resource.close_if_idle()
+
+
+def _acquire_actor(settings: Settings) -> Any:
+    """The named actor, created when absent and replaced when it runs other code."""
+    code = code_fingerprint()
+    for _ in range(2):
+        handle = UpkeepActor.options(  # type: ignore[attr-defined]
+            name=UPKEEP_ACTOR,
+            namespace=settings.ray.namespace,
+            lifetime="detached",
+            get_if_exists=True,
+            resources=_HEAD_NODE,
+        ).remote()
+        info = ray.get(handle.describe.remote(), timeout=_START_TIMEOUT_S)
+        if info["code"] == code:
+            return handle
+        log.info("the upkeep actor runs other code: replacing it")
+        ray.kill(handle, no_restart=True)
+        _wait_released(settings)
+    raise GetTimeoutError("the upkeep actor was not replaced")
+
+
+def _wait_released(settings: Settings) -> None:
+    """Until the killed actor's name is free (a new one can take it)."""
+    deadline = time.monotonic() + _START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            ray.get_actor(UPKEEP_ACTOR, namespace=settings.ray.namespace)
+        except ValueError:
+            return
+        time.sleep(0.2)

@@ -1,0 +1,89 @@
+"""Where a corpus pass's caches live between passes: files, or memory with the files written
+behind. The passes themselves are in `test_indexing_invariant.py` (both keepers)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from rayweave.graph.edge_memo import EdgeMemo
+from rayweave.graph.layer_memos import HeldMemos, LayerMemos, MemoFiles
+from rayweave.graph.layer_snapshot import LayerSnapshot
+from rayweave.graph.match_memo import MatchMemo
+from rayweave.graph.store.change_log import StoreVersion
+
+
+def _memos(made: str, version: int) -> LayerMemos:
+    at = StoreVersion(stamp="s", version=version)
+    return LayerMemos(
+        snapshot=LayerSnapshot(ns="ns", at=at, view={}),
+        matches=MatchMemo(max_ngram=3, forms={}, cased=frozenset(), words={}, rows={}, made=made),
+        parts=EdgeMemo(made=made, at=at, header="h", facts={}, documents={}),
+    )
+
+
+def _made(memos: LayerMemos) -> tuple[int | None, str | None, str | None]:
+    return (
+        None if memos.snapshot is None else memos.snapshot.at.version,
+        None if memos.matches is None else memos.matches.made,
+        None if memos.parts is None else memos.parts.made,
+    )
+
+
+def test_files_keep_only_the_caches_they_name(tmp_path: Path) -> None:
+    files = MemoFiles(snapshot=tmp_path / "a.pickle")
+    assert files.kept == {"snapshot"}
+    files.keep(_memos("p1", 1))
+    assert _made(files.load()) == (1, None, None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.pickle"]
+    assert MemoFiles.under(tmp_path, "ns").kept == {"snapshot", "matches", "parts"}
+
+
+def test_held_memos_read_the_files_once_and_write_them_behind(tmp_path: Path) -> None:
+    files = MemoFiles.under(tmp_path, "ns")
+    files.keep(_memos("p1", 1))
+    held = HeldMemos(files)
+    assert _made(held.load()) == (1, "p1", "p1")
+    files.keep(_memos("other", 5))  # another process's pass: memory is what this one uses
+    assert _made(held.load()) == (1, "p1", "p1")
+    held.keep(_memos("p2", 2))
+    held.flush()
+    assert _made(held.load()) == (2, "p2", "p2")
+    assert _made(files.load()) == (2, "p2", "p2")  # the files follow, for the next process
+
+
+def test_a_cache_not_made_stays_as_it_was(tmp_path: Path) -> None:
+    # A `full` pass makes no snapshot and no document parts, only a new match memo.
+    held = HeldMemos(MemoFiles.under(tmp_path, "ns"))
+    held.keep(_memos("p1", 1))
+    held.keep(LayerMemos(matches=_memos("p2", 2).matches))
+    assert _made(held.load()) == (1, "p2", "p1")
+    held.release()
+    assert not held.held
+    assert _made(held.load()) == (1, "p2", "p1")  # read back from the files
+
+
+def test_forgetting_the_snapshot_drops_it_in_memory_and_on_disk(tmp_path: Path) -> None:
+    files = MemoFiles.under(tmp_path, "ns")
+    held = HeldMemos(files)
+    held.keep(_memos("p1", 1))
+    held.forget_snapshot()
+    assert _made(held.load()) == (None, "p1", "p1")
+    assert files.snapshot is not None
+    assert not files.snapshot.exists()
+    assert _made(files.load()) == (None, "p1", "p1")
+
+
+def test_a_failed_write_is_logged_and_memory_still_serves(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the folder should be")
+    held = HeldMemos(MemoFiles.under(blocked, "ns"))
+    with caplog.at_level(logging.WARNING, logger="rayweave.graph.layer_memos"):
+        held.keep(_memos("p1", 1))
+        held.flush()
+    assert "could not write the layer memos" in caplog.text
+    assert _made(held.load()) == (1, "p1", "p1")

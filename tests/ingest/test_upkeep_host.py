@@ -1,0 +1,115 @@
+"""The upkeep in its actor: memos held between upkeeps, the same graph as in the caller, the actor
+replaced when it runs other code and let go of a namespace after `graph.upkeep_idle_s`."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import ray
+from tests_support import graph_snapshot
+
+from rayweave.cluster.settings import Settings
+from rayweave.graph.store import open_graph_store
+from rayweave.ingest import upkeep_host
+from rayweave.ingest.pipeline import run_ingest
+from rayweave.ingest.upkeep_host import UPKEEP_ACTOR, memo_files, run_upkeep
+
+pytestmark = pytest.mark.integration
+
+SAMPLE = Path(__file__).resolve().parents[2] / "ingest" / "sample_corpus"
+
+
+def _with_graph(settings: Settings, **graph: object) -> Settings:
+    return settings.model_copy(update={"graph": settings.graph.model_copy(update=graph)})
+
+
+def _corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    for name in ("docs/concepts/leases.md", "docs/troubleshooting.md", "src/ferry/retry.py"):
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(SAMPLE / name, target)
+    return root
+
+
+def _describe(settings: Settings) -> dict[str, object]:
+    actor = ray.get_actor(UPKEEP_ACTOR, namespace=settings.ray.namespace)
+    info: dict[str, object] = ray.get(actor.describe.remote())
+    return info
+
+
+def _graph(settings: Settings, collection: str) -> object:
+    graph = open_graph_store(settings, namespace=collection)
+    try:
+        return graph_snapshot(graph)
+    finally:
+        graph.close()
+
+
+def test_the_actor_holds_the_memos_and_leaves_the_graph_the_caller_leaves(
+    ray_stack: Settings, graph_connection: object, tmp_path: Path
+) -> None:
+    corpus = _corpus(tmp_path)
+    leases = corpus / "docs/concepts/leases.md"
+    text = leases.read_text()
+    graphs = []
+    for host in ("actor", "process"):
+        settings = _with_graph(ray_stack, upkeep_host=host)
+        collection = f"t{uuid.uuid4().hex[:10]}"
+        leases.write_text(text)
+        run_ingest(settings, [corpus], collection=collection)
+        files = memo_files(settings, collection)
+        assert files is not None
+        assert files.snapshot is not None
+        held = str(files.snapshot) in _describe(settings)["held"]  # type: ignore[operator]
+        assert held == (host == "actor")
+        leases.write_text(text + "\n\n## Lease tuning\n\nSweeps follow heartbeats.\n")
+        run_ingest(settings, [corpus], collection=collection)
+        assert files.snapshot.exists()  # the actor writes it behind, for a process to start from
+        graphs.append(_graph(settings, collection))
+    by_actor, by_process = graphs
+    assert by_actor == by_process
+
+
+def test_an_actor_running_other_code_is_replaced(
+    ray_stack: Settings,
+    graph_connection: object,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings = _with_graph(ray_stack, upkeep_host="actor")
+    collection = f"t{uuid.uuid4().hex[:10]}"
+    run_ingest(settings, [_corpus(tmp_path)], collection=collection)
+    before = _describe(settings)["pid"]
+    # A caller whose code differs from what a new actor runs (here: always) replaces the actor
+    # once, then runs the upkeep itself: the graph is kept all the same.
+    monkeypatch.setattr(upkeep_host, "code_fingerprint", lambda: "newer code")
+    with caplog.at_level(logging.WARNING, logger="rayweave.ingest.upkeep_host"):
+        seconds = run_upkeep(settings, collection, dense_dim=384)
+    assert "compute" in seconds
+    assert "running the upkeep here" in caplog.text
+    monkeypatch.undo()
+    run_upkeep(settings, collection, dense_dim=384)
+    assert _describe(settings)["pid"] != before
+
+
+def test_a_namespace_is_let_go_after_its_idle_time(
+    ray_stack: Settings, graph_connection: object, tmp_path: Path
+) -> None:
+    settings = _with_graph(ray_stack, upkeep_host="actor", upkeep_idle_s=0.5)
+    collection = f"t{uuid.uuid4().hex[:10]}"
+    run_ingest(settings, [_corpus(tmp_path)], collection=collection)
+    files = memo_files(settings, collection)
+    assert files is not None
+    deadline = time.monotonic() + 30
+    while str(files.snapshot) in _describe(settings)["held"]:  # type: ignore[operator]
+        assert time.monotonic() < deadline, "the namespace's memos were never let go"
+        time.sleep(0.5)
+    run_upkeep(settings, collection, dense_dim=384)  # from the files again
+    assert str(files.snapshot) in _describe(settings)["held"]  # type: ignore[operator]
