@@ -9,9 +9,10 @@ parts of the pass they save do (at 10k documents, 1.0 s to write and 0.5 s to re
 - `MemoFiles` keeps them in files beside the store: what a process that runs one upkeep and
   exits can leave.
 - `HeldMemos` keeps them in memory for a process that runs upkeep after upkeep
-  (`ingest/upkeep_host.py`). It still writes the files, in a thread behind the pass, so another
-  process, or this one after a restart, starts from them; the next pass in this process waits
-  for that write before it reads or replaces anything.
+  (`ingest/upkeep_host.py`). It still writes the files, so another process, or this one after a
+  restart, starts from them: in a thread started once the upkeep has answered (pickling beside
+  the upkeep's last steps slowed them by half of what it saved), and the next pass in this
+  process waits for that write before it reads or replaces anything.
 """
 
 from __future__ import annotations
@@ -106,13 +107,16 @@ class MemoFiles:
 
 
 class HeldMemos:
-    """`files`' caches held in memory from pass to pass, the files written behind each pass.
+    """`files`' caches held in memory from pass to pass; each pass's files are written when its
+    host calls `write_behind` (after the upkeep, so the pickling does not slow its last steps)
+    or, at the latest, before the next load or keep.
 
     Not for concurrent passes over one namespace (the host runs one upkeep at a time)."""
 
     def __init__(self, files: MemoFiles) -> None:
         self.files = files
         self._held: LayerMemos | None = None  # None: not read yet
+        self._unwritten: LayerMemos | None = None
         self._writing: threading.Thread | None = None
 
     @property
@@ -137,10 +141,7 @@ class HeldMemos:
             matches=memos.matches or was.matches,
             parts=memos.parts or was.parts,
         )
-        self._writing = threading.Thread(
-            target=self._write, args=(memos,), name="rayweave-memo-files"
-        )
-        self._writing.start()
+        self._unwritten = memos
 
     def forget_snapshot(self) -> None:
         self.flush()
@@ -153,11 +154,23 @@ class HeldMemos:
         self.flush()
         self._held = None
 
+    def write_behind(self) -> None:
+        """Start writing the last kept caches' files in a thread."""
+        if self._unwritten is not None and self._writing is None:
+            memos, self._unwritten = self._unwritten, None
+            self._writing = threading.Thread(
+                target=self._write, args=(memos,), name="rayweave-memo-files"
+            )
+            self._writing.start()
+
     def flush(self) -> None:
-        """Wait for the files of the last `keep`."""
+        """Every kept cache's files written (waits for `write_behind`'s thread)."""
         if self._writing is not None:
             self._writing.join()
             self._writing = None
+        if self._unwritten is not None:
+            memos, self._unwritten = self._unwritten, None
+            self._write(memos)
 
     def _write(self, memos: LayerMemos) -> None:
         try:

@@ -128,7 +128,9 @@ class UpkeepActor:
                 )
             resource.idle_s = settings.graph.upkeep_idle_s
         with resource.use() as memos:
-            return upkeep(settings, collection, dense_dim=dense_dim, memos=memos)
+            seconds = upkeep(settings, collection, dense_dim=dense_dim, memos=memos)
+            memos.write_behind()  # while the caller finishes the ingest
+            return seconds
 
     def _reap(self) -> None:
         while not self._stop.wait(_REAP_EVERY_S):

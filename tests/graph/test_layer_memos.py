@@ -49,9 +49,14 @@ def test_held_memos_read_the_files_once_and_write_them_behind(tmp_path: Path) ->
     files.keep(_memos("other", 5))  # another process's pass: memory is what this one uses
     assert _made(held.load()) == (1, "p1", "p1")
     held.keep(_memos("p2", 2))
+    assert _made(files.load()) == (5, "other", "other")  # not yet written
+    held.write_behind()
     held.flush()
-    assert _made(held.load()) == (2, "p2", "p2")
     assert _made(files.load()) == (2, "p2", "p2")  # the files follow, for the next process
+    assert _made(held.load()) == (2, "p2", "p2")
+    held.keep(_memos("p3", 3))
+    held.load()  # writes what the last pass kept before anything else
+    assert _made(files.load()) == (3, "p3", "p3")
 
 
 def test_a_cache_not_made_stays_as_it_was(tmp_path: Path) -> None:
@@ -84,6 +89,7 @@ def test_a_failed_write_is_logged_and_memory_still_serves(
     held = HeldMemos(MemoFiles.under(blocked, "ns"))
     with caplog.at_level(logging.WARNING, logger="rayweave.graph.layer_memos"):
         held.keep(_memos("p1", 1))
+        held.write_behind()
         held.flush()
     assert "could not write the layer memos" in caplog.text
     assert _made(held.load()) == (1, "p1", "p1")
