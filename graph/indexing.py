@@ -20,6 +20,7 @@ from rayweave.cluster.gc_pause import gc_paused
 from rayweave.cluster.step_clock import StepClock
 from rayweave.cluster.types import Chunk, Document, Entity
 from rayweave.graph.builders import build_graph
+from rayweave.graph.corpus_content import CorpusContent, read_content
 from rayweave.graph.edge_memo import MemoizedParts
 from rayweave.graph.edges import chunk_ref
 from rayweave.graph.extraction import Extraction, encode_extraction
@@ -68,6 +69,7 @@ class CorpusPass:
     reread: int | None = None  # keys whose edges were read back (None: the whole layer)
     rematched: int | None = None  # chunks the gazetteer matched anew (None: no memo kept)
     reused: int | None = None  # documents whose phase 3 was reused (None: no memo kept)
+    read: int | None = None  # documents whose chunks were read (None: every document)
     seconds: dict[str, float] = field(default_factory=dict)  # per step, in the order they ran
 
 
@@ -95,10 +97,9 @@ def rebuild_corpus_edges(
         stored = None if full else stored_layer(store, CORPUS_SOURCES, old.snapshot)
         unsettled = None if stored is None else stored.unsettled
     with clock.step("read chunks"):
-        chunks, mentions, extractions = store.documents_content()
-        if len(mentions) < len(chunks):  # written by an earlier version: keep its NER entities
-            store.backfill_mentions()
-            chunks, mentions, extractions = store.documents_content()
+        (chunks, mentions, extractions), content, read = _read_chunks(
+            store, old.content, hold="content" in kept
+        )
     with clock.step("compute"):
         memo = MemoizedMatches(old.matches) if "matches" in kept else None
         reuse = None
@@ -165,6 +166,7 @@ def rebuild_corpus_edges(
                     if memo is None or memo.memo is None
                     else dataclasses.replace(memo.memo, made=made),
                     parts=None if reuse is None or stored is None else reuse.memo(made, stored.at),
+                    content=content,
                 )
             )
     reread = None if stored is None else stored.reread
@@ -176,8 +178,32 @@ def rebuild_corpus_edges(
         reread=reread,
         rematched=rematched,
         reused=None if reuse is None else len(reuse.reused),
+        read=read,
         seconds=clock.seconds,
     )
+
+
+def _read_chunks(
+    store: GraphStore, held: CorpusContent | None, *, hold: bool
+) -> tuple[
+    tuple[list[Chunk], dict[str, list[Entity]], dict[str, Extraction]],
+    CorpusContent | None,
+    int | None,
+]:
+    """The pass's input; with `hold`, from the `held` copy and the documents logged since, and
+    the copy for the next pass (`graph/corpus_content.py`); how many documents were read."""
+    for attempt in range(2):
+        if hold:
+            content, read = read_content(store, held)
+            found = content.flat()
+        else:
+            content, read, found = None, None, store.documents_content()
+        chunks, mentions, _ = found
+        if len(mentions) == len(chunks) or attempt:
+            break
+        store.backfill_mentions()  # written by an earlier version: keep its NER entities
+        held = None
+    return found, content, read
 
 
 def _document_keys(store: GraphStore, chunks: Sequence[Chunk]) -> dict[str, set[str]]:

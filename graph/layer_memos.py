@@ -1,10 +1,10 @@
 """What one corpus pass keeps for the next, and where it lives between passes.
 
 A pass keeps three caches (`graph/indexing.py`): the layer snapshot, the match memo and the
-document parts. Each is checked against the store when the next pass starts, so any earlier
-pass's copy is safe to start from; only how much it saves differs. Pickling them costs what
-parts of the pass they save do (at 10k documents, 1.0 s to write and 0.5 s to read, of a
-13 s upkeep), so where they live matters:
+document parts; held in memory, its input as well (`graph/corpus_content.py`). Each is checked
+against the store when the next pass starts, so any earlier pass's copy is safe to start from;
+only how much it saves differs. Pickling them costs what parts of the pass they save do (at 10k
+documents, 1.0 s to write and 0.5 s to read, of a 13 s upkeep), so where they live matters:
 
 - `MemoFiles` keeps them in files beside the store: what a process that runs one upkeep and
   exits can leave.
@@ -17,28 +17,32 @@ parts of the pass they save do (at 10k documents, 1.0 s to write and 0.5 s to re
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
+from rayweave.graph.corpus_content import CorpusContent
 from rayweave.graph.edge_memo import EdgeMemo, load_edge_memo, save_edge_memo
 from rayweave.graph.layer_snapshot import LayerSnapshot, load_snapshot, save_snapshot
 from rayweave.graph.match_memo import MatchMemo, load_memo, save_memo
 
 log = logging.getLogger(__name__)
 
-Memo = Literal["snapshot", "matches", "parts"]
+Memo = Literal["snapshot", "matches", "parts", "content"]
 
 
 @dataclass(frozen=True, slots=True)
 class LayerMemos:
-    """The caches of one pass (None: not made, or not kept)."""
+    """The caches of one pass (None: not made, or not kept). `content`, the pass's input, is
+    only ever held in memory (`graph/corpus_content.py`)."""
 
     snapshot: LayerSnapshot | None = None
     matches: MatchMemo | None = None
     parts: EdgeMemo | None = None
+    content: CorpusContent | None = None
 
 
 class MemoKeeper(Protocol):
@@ -121,7 +125,7 @@ class HeldMemos:
 
     @property
     def kept(self) -> frozenset[Memo]:
-        return self.files.kept
+        return self.files.kept | {"content"}
 
     @property
     def held(self) -> bool:
@@ -140,13 +144,14 @@ class HeldMemos:
             snapshot=memos.snapshot or was.snapshot,
             matches=memos.matches or was.matches,
             parts=memos.parts or was.parts,
+            content=memos.content or was.content,
         )
         self._unwritten = memos
 
     def forget_snapshot(self) -> None:
         self.flush()
         if self._held is not None:
-            self._held = LayerMemos(matches=self._held.matches, parts=self._held.parts)
+            self._held = dataclasses.replace(self._held, snapshot=None)
         self.files.forget_snapshot()
 
     def release(self) -> None:

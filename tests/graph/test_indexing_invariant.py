@@ -71,7 +71,7 @@ def test_random_updates_leave_the_graph_a_fresh_ingest_would_build(
     assert first.corpus.reread is None
     assert first.corpus.rematched == len(graph_store.chunks_and_mentions()[0])
     assert first.corpus.reused == 0
-    rematched = reused = kept_parts = 0
+    rematched = reused = kept_parts = partly_read = 0
     whole_relink = first.synonyms is not None and first.synonyms.full
     for step in range(8):
         change = random_change(rng, graph_store, live, step + 1)
@@ -81,6 +81,11 @@ def test_random_updates_leave_the_graph_a_fresh_ingest_would_build(
         rematched += update.corpus.rematched
         # Documents whose phase 3 and stored edges were kept: the equality below covers them.
         kept_parts += update.corpus.reused
+        # Held in memory, the input is read again only for the documents a write touched,
+        # unless the log cannot say which (then the layer is read whole too).
+        whole = keeper == "files" or update.corpus.reread is None
+        assert (update.corpus.read is None) == whole
+        partly_read += update.corpus.read is not None and update.corpus.read < len(live)
         # Steps where the memo kept some chunks' matches: the equality below covers reuse.
         reused += update.corpus.rematched < len(graph_store.chunks_and_mentions()[0])
         # From the snapshot, unless the last upkeep relinked every name (a full log entry).
@@ -114,6 +119,7 @@ def test_random_updates_leave_the_graph_a_fresh_ingest_would_build(
     assert rematched > 0
     assert reused > 0
     assert kept_parts > 0
+    assert partly_read > 0 or keeper == "files"
 
 
 def _titled(doc_id: str, title: str, text: str) -> GeneratedDoc:
