@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -159,14 +160,20 @@ class HeldMemos:
         self.flush()
         self._held = None
 
-    def write_behind(self) -> None:
-        """Start writing the last kept caches' files in a thread."""
-        if self._unwritten is not None and self._writing is None:
-            memos, self._unwritten = self._unwritten, None
-            self._writing = threading.Thread(
-                target=self._write, args=(memos,), name="rayweave-memo-files"
-            )
-            self._writing.start()
+    def write_behind(self, then: Callable[[], None] | None = None) -> None:
+        """Start writing the last kept caches' files in a thread, which runs `then` after."""
+        if self._writing is not None:
+            return
+        memos, self._unwritten = self._unwritten, None
+
+        def run() -> None:
+            if memos is not None:
+                self._write(memos)
+            if then is not None:
+                then()
+
+        self._writing = threading.Thread(target=run, name="rayweave-memo-files")
+        self._writing.start()
 
     def flush(self) -> None:
         """Every kept cache's files written (waits for `write_behind`'s thread)."""
