@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, Document, Entity
-from rayweave.graph.corpus_phases import FindMatches, PartsOf, build_in_one
+from rayweave.graph.corpus_phases import FindMatches, NamesOf, PartsOf, build_in_one
 from rayweave.graph.extraction import Extraction
 from rayweave.graph.schema import GraphBatch
 from rayweave.graph.share import Share
@@ -28,6 +28,7 @@ def build_graph(
     known: Mapping[str, Sequence[str]] | None = None,
     extractions: Mapping[str, Extraction] | None = None,
     settings: GraphSettings | None = None,
+    names_of: NamesOf | None = None,
     find: FindMatches | None = None,
     parts_of: PartsOf | None = None,
 ) -> GraphBatch:
@@ -37,12 +38,18 @@ def build_graph(
     `mentions` maps chunk ids to an extractor's entities (their ids are provisional and ignored);
     `known` maps alias forms to ids of entities stored elsewhere, which the build then reuses
     (the corpus pass builds from every chunk and passes none); `extractions` is the optional LLM
-    hook's output; `find` gives the gazetteer matches (`graph/match_memo.py`), `parts_of` each
-    document's phase 3 (`graph/edge_memo.py`; a reused document's edges are left out).
+    hook's output. `names_of` gives phase 1 (`graph/name_memo.py`), `find` the gazetteer
+    matches (`graph/match_memo.py`), `parts_of` each document's phase 3 (`graph/edge_memo.py`;
+    a reused document's edges are left out).
     Structure edges (CHUNK_OF/HAS_CHILD/NEXT) are written by `GraphStore.write_chunks` from the
     chunk fields and are not repeated here.
     """
     share = Share(chunks, mentions or {}, extractions or {}, documents)
     return build_in_one(
-        share, settings or GraphSettings(), known=known, find=find, parts_of=parts_of
+        share,
+        settings or GraphSettings(),
+        known=known,
+        names_of=names_of,
+        find=find,
+        parts_of=parts_of,
     )

@@ -54,16 +54,18 @@ class CorpusContent:
         return chunks, mentions, extractions
 
 
-def read_content(store: GraphStore, held: CorpusContent | None) -> tuple[CorpusContent, int | None]:
+def read_content(
+    store: GraphStore, held: CorpusContent | None
+) -> tuple[CorpusContent, frozenset[str] | None]:
     """The stored content from `held` and the documents logged since it when the log allows,
-    else read whole; and how many documents were read (None: all)."""
+    else read whole; and the ids of the documents read (None: all), those gone included."""
     if held is not None and held.at.stamp is not None:
         changes = store.changes_since(held.at.version, stamp=held.at.stamp)
         if not changes.full:
             touched = _documents_of(store, held, changes.keys)
             documents = {d: c for d, c in held.documents.items() if d not in touched}
             documents.update(_by_document(store, *store.documents_content(sorted(touched))))
-            return CorpusContent(at=changes.to, documents=documents), len(touched)
+            return CorpusContent(at=changes.to, documents=documents), frozenset(touched)
     at = store.version()
     return CorpusContent(at=at, documents=_by_document(store, *store.documents_content())), None
 

@@ -92,10 +92,10 @@ class NameTally:
 
 
 def tally_names(share: Share) -> NameTally:
-    return _tally_names(share)[0]
+    return tally_names_and_kept(share)[0]
 
 
-def _tally_names(share: Share) -> tuple[NameTally, Kept]:
+def tally_names_and_kept(share: Share) -> tuple[NameTally, Kept]:
     """The share's tally, and what phase 3 reads of it again."""
     resolver = EntityResolver()
     names = _names(resolver, share)
@@ -141,6 +141,10 @@ class Lexicon:
         match = self.matcher()
         return {c.id: match(c.text) for c in chunks}
 
+
+NamesOf = Callable[[Share], tuple[NameTally, Kept]]
+"""How a pass gets its phase 1: `tally_names_and_kept`, or from an earlier pass's per document
+(`graph/name_memo.py`)."""
 
 FindMatches = Callable[[Lexicon, Sequence[Chunk]], Found]
 """How a pass gets its chunks' gazetteer matches: `Lexicon.found`, or a memo of an earlier
@@ -313,12 +317,14 @@ def build_in_one(
     settings: GraphSettings,
     *,
     known: Mapping[str, Sequence[str]] | None = None,
+    names_of: NamesOf | None = None,
     find: FindMatches | None = None,
     parts_of: PartsOf | None = None,
 ) -> GraphBatch:
-    """Every phase over one share, the gazetteer pass run once (`find`: how; default
-    `Lexicon.found`; `parts_of`: see `share_edges`)."""
-    names, kept = _tally_names(share)
+    """Every phase over one share, the gazetteer pass run once (`names_of`: phase 1, default
+    `tally_names_and_kept`; `find`: the gazetteer pass, default `Lexicon.found`; `parts_of`:
+    see `share_edges`)."""
+    names, kept = (names_of or tally_names_and_kept)(share)
     lex = lexicon(names, settings, known=known)
     found = (find or Lexicon.found)(lex, share.chunks)
     ctx = context(names, tally_matches(share, lex, found), settings)

@@ -27,6 +27,7 @@ from rayweave.graph.extraction import Extraction, encode_extraction
 from rayweave.graph.layer_memos import LayerMemos, MemoKeeper
 from rayweave.graph.layer_snapshot import LayerSnapshot, stored_layer
 from rayweave.graph.match_memo import MemoizedMatches
+from rayweave.graph.name_memo import MemoizedNames
 from rayweave.graph.schema import CORPUS_SOURCES
 from rayweave.graph.store import GraphStore
 from rayweave.graph.store.layer_sync import EdgeSync
@@ -100,6 +101,12 @@ def rebuild_corpus_edges(
         (chunks, mentions, extractions), content, read = _read_chunks(
             store, old.content, hold="content" in kept
         )
+        # Phase 1 per document, reused where the held content says a document is unchanged.
+        names = None
+        if "names" in kept and content is not None:
+            was = old.names
+            fits = was is not None and old.content is not None and was.at == old.content.at
+            names = MemoizedNames(was if fits else None, changed=read)
     with clock.step("compute"):
         memo = MemoizedMatches(old.matches) if "matches" in kept else None
         reuse = None
@@ -119,6 +126,7 @@ def rebuild_corpus_edges(
             mentions,
             settings=store.settings,
             extractions=extractions,
+            names_of=names,
             find=memo,
             parts_of=reuse,
         )
@@ -167,6 +175,7 @@ def rebuild_corpus_edges(
                     else dataclasses.replace(memo.memo, made=made),
                     parts=None if reuse is None or stored is None else reuse.memo(made, stored.at),
                     content=content,
+                    names=None if names is None or content is None else names.memo(content.at),
                 )
             )
     reread = None if stored is None else stored.reread
@@ -178,7 +187,7 @@ def rebuild_corpus_edges(
         reread=reread,
         rematched=rematched,
         reused=None if reuse is None else len(reuse.reused),
-        read=read,
+        read=None if read is None else len(read),
         seconds=clock.seconds,
     )
 
@@ -188,10 +197,10 @@ def _read_chunks(
 ) -> tuple[
     tuple[list[Chunk], dict[str, list[Entity]], dict[str, Extraction]],
     CorpusContent | None,
-    int | None,
+    frozenset[str] | None,
 ]:
     """The pass's input; with `hold`, from the `held` copy and the documents logged since, and
-    the copy for the next pass (`graph/corpus_content.py`); how many documents were read."""
+    the copy for the next pass (`graph/corpus_content.py`); the documents read (None: all)."""
     for attempt in range(2):
         if hold:
             content, read = read_content(store, held)

@@ -1,7 +1,7 @@
 """What one corpus pass keeps for the next, and where it lives between passes.
 
 A pass keeps three caches (`graph/indexing.py`): the layer snapshot, the match memo and the
-document parts; held in memory, its input as well (`graph/corpus_content.py`). Each is checked
+document parts; held in memory, its input and phase 1 as well. Each is checked
 against the store when the next pass starts, so any earlier pass's copy is safe to start from;
 only how much it saves differs. Pickling them costs what parts of the pass they save do (at 10k
 documents, 1.0 s to write and 0.5 s to read, of a 13 s upkeep), so where they live matters:
@@ -29,21 +29,24 @@ from rayweave.graph.corpus_content import CorpusContent
 from rayweave.graph.edge_memo import EdgeMemo, load_edge_memo, save_edge_memo
 from rayweave.graph.layer_snapshot import LayerSnapshot, load_snapshot, save_snapshot
 from rayweave.graph.match_memo import MatchMemo, load_memo, save_memo
+from rayweave.graph.name_memo import NameMemo
 
 log = logging.getLogger(__name__)
 
-Memo = Literal["snapshot", "matches", "parts", "content"]
+Memo = Literal["snapshot", "matches", "parts", "content", "names"]
 
 
 @dataclass(frozen=True, slots=True)
 class LayerMemos:
-    """The caches of one pass (None: not made, or not kept). `content`, the pass's input, is
-    only ever held in memory (`graph/corpus_content.py`)."""
+    """The caches of one pass (None: not made, or not kept). `content`, the pass's input, and
+    `names`, its phase 1 per document, are only ever held in memory (`graph/corpus_content.py`,
+    `graph/name_memo.py`)."""
 
     snapshot: LayerSnapshot | None = None
     matches: MatchMemo | None = None
     parts: EdgeMemo | None = None
     content: CorpusContent | None = None
+    names: NameMemo | None = None
 
 
 class MemoKeeper(Protocol):
@@ -126,7 +129,7 @@ class HeldMemos:
 
     @property
     def kept(self) -> frozenset[Memo]:
-        return self.files.kept | {"content"}
+        return self.files.kept | {"content", "names"}
 
     @property
     def held(self) -> bool:
@@ -146,6 +149,7 @@ class HeldMemos:
             matches=memos.matches or was.matches,
             parts=memos.parts or was.parts,
             content=memos.content or was.content,
+            names=memos.names or was.names,
         )
         self._unwritten = memos
 
