@@ -2,9 +2,11 @@
 
 On each ingested namespace it adds one document (text taken from a stored chunk, so that it names
 the namespace's entities), brings a projection up to date, deletes the document and brings the
-projection up to date again: once with `graph.maintenance = "incremental"` (diff writes, name
-index, change-log deltas) and once with `"full"` (every row rewritten, every name re-encoded,
-whole projection reloads), in the same run so that machine load moves both alike; an untimed
+projection up to date again: with `graph.maintenance = "incremental"` (diff writes, name index,
+change-log deltas) where `graph.upkeep_host` says (the upkeep actor by default), the same in the
+ingesting process, and with `"full"` in the ingesting process (every row rewritten, every name
+re-encoded, whole projection reloads: the pass every upkeep was before the incremental one), in
+the same run so that machine load moves them alike; an untimed
 upkeep first builds the name index and the layer snapshot if the namespace has none (the state
 every upkeep after a namespace's first leaves), and the dense encoder that synonymy encodes new
 names with is loaded before any timing (3-4 s here, which only the first timed upkeep that met a
@@ -38,14 +40,16 @@ if TYPE_CHECKING:
     from rayweave.graph.store import GraphStore
 
 Mode = Literal["incremental", "full"]
+Host = Literal["actor", "process"]
 _REFRESHES = 3  # runs of the same projection delta, of which the median is reported
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UpdateFigures:
-    """One document added then deleted under one maintenance mode."""
+    """One document added then deleted under one maintenance mode, upkeep in one host."""
 
     mode: Mode
+    host: Host
     ingest_s: float  # the whole `rayweave ingest` of one file
     ingest_link_s: float  # of which the graph's upkeep (`finalize`)
     delete_s: float  # the whole `rayweave delete`, upkeep included
@@ -61,7 +65,8 @@ class UpdateRow:
     projection_nodes: int
     projection_edges: int
     projection_load_s: float
-    incremental: UpdateFigures
+    incremental: UpdateFigures  # where `graph.upkeep_host` says
+    in_process: UpdateFigures  # incremental, in the ingesting process
     full: UpdateFigures
     rebuild_s: float  # `rayweave graph rebuild`, the Ray job over shares
     rebuild_peak_rss_mb: float  # the driver's peak during it
@@ -76,6 +81,7 @@ class UpdateRow:
             "ingest 1": round(inc.ingest_s, 2),
             "full pass": round(full.ingest_s, 2),
             "linking": round(inc.ingest_link_s, 2),
+            "in process": round(self.in_process.ingest_link_s, 2),
             "full": round(full.ingest_link_s, 2),
             "x": round(full.ingest_link_s / inc.ingest_link_s, 1) if inc.ingest_link_s else 0.0,
             "delete 1": round(inc.delete_s, 2),
@@ -87,9 +93,10 @@ class UpdateRow:
             {
                 "namespace": self.collection,
                 "mode": figures.mode,
+                "host": figures.host,
                 **{step: round(sec, 2) for step, sec in figures.link_steps.items()},
             }
-            for figures in (self.incremental, self.full)
+            for figures in (self.incremental, self.in_process, self.full)
         ]
 
     def projection_cells(self) -> dict[str, str | float | int]:
@@ -163,9 +170,14 @@ def _measure(settings: Settings, collection: str, con: Console) -> UpdateRow:
         started = time.perf_counter()
         projection = load_projection(graph)
         load_s = time.perf_counter() - started
+        runs: tuple[tuple[str, Mode, Host], ...] = (
+            ("incremental", "incremental", settings.graph.upkeep_host),
+            ("in process", "incremental", "process"),
+            ("full", "full", "process"),
+        )
         figures = {
-            mode: _one_document(settings, collection, graph, text, mode)
-            for mode in ("incremental", "full")
+            name: _one_document(settings, collection, graph, text, mode, host)
+            for name, mode, host in runs
         }
     finally:
         graph.close()
@@ -179,6 +191,7 @@ def _measure(settings: Settings, collection: str, con: Console) -> UpdateRow:
         projection_edges=projection.edges,
         projection_load_s=load_s,
         incremental=figures["incremental"],
+        in_process=figures["in process"],
         full=figures["full"],
         rebuild_s=rebuild_s,
         rebuild_peak_rss_mb=peak,
@@ -211,16 +224,18 @@ def _median_refresh(graph: GraphStore, before: GraphProjection) -> float:
 
 
 def _one_document(
-    settings: Settings, collection: str, graph: GraphStore, text: str, mode: Mode
+    settings: Settings, collection: str, graph: GraphStore, text: str, mode: Mode, host: Host
 ) -> UpdateFigures:
     from rayweave.graph.projection import load_projection
     from rayweave.ingest.pipeline import delete_documents, run_ingest, with_maintenance
 
     configured = with_maintenance(settings, mode)
+    graph_settings = configured.graph.model_copy(update={"upkeep_host": host})
+    configured = configured.model_copy(update={"graph": graph_settings})
     before = load_projection(graph)
     with tempfile.TemporaryDirectory(prefix="rw-bench-update-") as tmp:
-        path = Path(tmp) / f"bench-update-{mode}.md"
-        path.write_text(f"# Update probe ({mode})\n\n{text}\n")
+        path = Path(tmp) / f"bench-update-{mode}-{host}.md"
+        path.write_text(f"# Update probe ({mode}, {host})\n\n{text}\n")
         summary = run_ingest(configured, [path], collection=collection)
         changes = graph.changes_since(before.version)
         refresh_s = _median_refresh(graph, before)
@@ -229,6 +244,7 @@ def _one_document(
         delete_s = time.perf_counter() - started
     return UpdateFigures(
         mode=mode,
+        host=host,
         ingest_s=summary.seconds,
         ingest_link_s=summary.link_seconds,
         delete_s=delete_s,

@@ -380,8 +380,9 @@ class GraphSettings(_Group):
         description="How the entity layer follows an ingest or delete: 'incremental' writes "
         "only the entity and edge rows that changed and relinks synonyms only around names that "
         "came or went (each name encoded once, kept in '<collection>-names'); 'full' rewrites "
-        "every row and re-encodes every name in the ingesting process (the baseline of "
-        "`rayweave bench update`). Both leave the same graph, as does `rayweave graph rebuild`.",
+        "every row and re-encodes every name (the baseline of `rayweave bench update`, there "
+        "in the ingesting process). Both run where `graph.upkeep_host` says and leave the "
+        "same graph, as does `rayweave graph rebuild`.",
     )
     layer_snapshots: bool = Field(
         default=True,

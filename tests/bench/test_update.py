@@ -31,11 +31,15 @@ def test_one_document_both_ways_leaves_the_namespace_as_it_was(
         graph.drop_namespace()
         graph.close()
     assert row.documents == 12
-    inc, full = row.incremental, row.full
-    assert (inc.mode, full.mode) == ("incremental", "full")
-    assert inc.ingest_s > inc.ingest_link_s > 0
-    assert full.ingest_s > full.ingest_link_s > 0
-    for figures in (inc, full):  # the upkeep's steps, within its own time
+    inc, local, full = row.incremental, row.in_process, row.full
+    assert [(f.mode, f.host) for f in (inc, local, full)] == [
+        ("incremental", "actor"),
+        ("incremental", "process"),
+        ("full", "process"),
+    ]
+    for figures in (inc, local, full):
+        assert figures.ingest_s > figures.ingest_link_s > 0
+    for figures in (inc, local, full):  # the upkeep's steps, within its own time
         assert {"read chunks", "compute", "write", "synonymy", "counts"} <= set(figures.link_steps)
         assert 0 < sum(figures.link_steps.values()) <= figures.ingest_link_s
     assert inc.refresh_keys > 0  # the change log named what the ingest touched
