@@ -9,8 +9,10 @@ re-encoded, whole projection reloads: the pass every upkeep was before the incre
 the same run so that machine load moves them alike; an untimed
 upkeep first builds the name index and the layer snapshot if the namespace has none (the state
 every upkeep after a namespace's first leaves), and the dense encoder that synonymy encodes new
-names with is loaded before any timing (3-4 s here, which only the first timed upkeep that met a
-new name would otherwise pay: until 2026-11-28 that was the first namespace's incremental one).
+names with is loaded before any timing, in this process and in the upkeep actor (3-4 s here,
+which only the first timed upkeep that met a new name would otherwise pay: until 2026-11-28 that
+was the first namespace's incremental one, and on 2026-11-29 the actor's). The projection's
+refresh is timed once the actor has written its caches' files, which it does after answering.
 The upkeep's seconds per step (read, compute, write, synonymy, ...) show which of them grows with
 the corpus. It ends with the full rebuild, its time and the driver's peak memory, both ways: in
 the driver (the full pass) and as `rayweave graph rebuild`'s Ray job over shares. The namespace
@@ -153,6 +155,7 @@ def _measure(settings: Settings, collection: str, con: Console) -> UpdateRow:
     from rayweave.graph.projection import load_projection
     from rayweave.graph.store import open_graph_store
     from rayweave.ingest.pipeline import finalize
+    from rayweave.ingest.upkeep_host import prepare_host
     from rayweave.models.factory import build_dense_encoder
 
     # Untimed upkeeps first, so that the name index and the layer snapshot exist. Two: one that
@@ -163,6 +166,7 @@ def _measure(settings: Settings, collection: str, con: Console) -> UpdateRow:
     for _ in range(2):
         finalize(settings, collection)
     build_dense_encoder(settings.models).encode(["warm"], kind="query")  # loaded once, untimed
+    prepare_host(settings, warm=True)  # and where the upkeep runs
     graph = open_graph_store(settings, namespace=collection)
     try:
         text = _sample_text(graph)
@@ -228,6 +232,7 @@ def _one_document(
 ) -> UpdateFigures:
     from rayweave.graph.projection import load_projection
     from rayweave.ingest.pipeline import delete_documents, run_ingest, with_maintenance
+    from rayweave.ingest.upkeep_host import prepare_host
 
     configured = with_maintenance(settings, mode)
     graph_settings = configured.graph.model_copy(update={"upkeep_host": host})
@@ -237,6 +242,9 @@ def _one_document(
         path = Path(tmp) / f"bench-update-{mode}-{host}.md"
         path.write_text(f"# Update probe ({mode}, {host})\n\n{text}\n")
         summary = run_ingest(configured, [path], collection=collection)
+        # The actor writes its caches' files after answering; on this bench's two cores the
+        # pickling would share the CPU with the replica's refresh timed next.
+        prepare_host(configured, settle=True)
         changes = graph.changes_since(before.version)
         refresh_s = _median_refresh(graph, before)
         started = time.perf_counter()

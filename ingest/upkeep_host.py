@@ -60,6 +60,19 @@ def run_upkeep(settings: Settings, collection: str, *, dense_dim: int) -> dict[s
     return upkeep(settings, collection, dense_dim=dense_dim, memos=memo_files(settings, collection))
 
 
+def prepare_host(settings: Settings, *, warm: bool = False, settle: bool = False) -> None:
+    """For measurements: load synonymy's encoder in the actor (`warm`, as an upkeep that meets
+    a new name would), or wait for the files it writes behind the last upkeep (`settle`). Does
+    nothing when upkeeps run in the caller."""
+    if settings.graph.upkeep_host != "actor":
+        return
+    actor = _acquire_actor(settings)
+    if warm:
+        ray.get(actor.warm.remote(settings))
+    if settle:
+        ray.get(actor.settle.remote())
+
+
 def memo_files(settings: Settings, collection: str) -> MemoFiles | None:
     """The namespace's cache files (None when `graph.layer_snapshots` is off)."""
     if not settings.graph.layer_snapshots:
@@ -133,6 +146,21 @@ class UpkeepActor:
             seconds = upkeep(settings, collection, dense_dim=dense_dim, memos=memos)
             memos.write_behind(then=_settle_collector)  # while the caller finishes the ingest
             return seconds
+
+    def warm(self, settings: Settings) -> None:
+        """Load the encoder that synonymy encodes new names with (once per actor life)."""
+        from rayweave.models.factory import build_dense_encoder
+
+        build_dense_encoder(settings.models).encode(["warm"], kind="query")
+
+    def settle(self) -> None:
+        """Wait until every held namespace's files are written."""
+        with self._lock:
+            resources = list(self._held.values())
+        for resource in resources:
+            if resource.is_open:
+                with resource.use() as memos:
+                    memos.flush()
 
     def _reap(self) -> None:
         while not self._stop.wait(_REAP_EVERY_S):
