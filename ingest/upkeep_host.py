@@ -3,13 +3,14 @@
 'process' runs it in the caller, which reads the last upkeep's caches from their files and
 writes its own (`graph/layer_memos.MemoFiles`). 'actor' runs it in one detached actor,
 `rayweave-upkeep`, on the head node, where the graph home and its files live. The actor holds
-each namespace's caches in memory between upkeeps (`HeldMemos`): an upkeep neither unpickles the
-last one's caches nor waits while its own are written (1.5 s of a 13 s upkeep at 10k
-documents), and the dense encoder that synonymy needs stays loaded. It runs one upkeep at a
-time, takes no CPU from scheduling (the caller waits for it), lets go of a namespace's memory
-after `graph.upkeep_idle_s` without an upkeep of it, and is replaced when the caller runs other
-code. When it cannot be reached or dies, the upkeep runs in the caller: both leave the same
-graph, from the same files.
+each namespace's caches in memory between upkeeps (`HeldMemos`), with the pass's input and its
+phase 1 per document: an upkeep neither unpickles the last one's caches nor waits while its own
+are written, re-reads only the documents written since, and the dense encoder that synonymy
+needs stays loaded (docs/experiments/2026-11-29-upkeep-actor.md). It runs one upkeep at a time,
+takes no CPU from scheduling (the caller waits for it), lets go of a namespace after
+`graph.upkeep_idle_s` without an upkeep of it and exits once it holds none, and is replaced when
+the caller runs other code. When it cannot be reached or dies, the upkeep runs in the caller:
+both leave the same graph, from the same files.
 """
 
 from __future__ import annotations
@@ -123,6 +124,7 @@ class UpkeepActor:
         self._code = code_fingerprint()
         self._held: dict[MemoFiles, IdleResource[HeldMemos]] = {}
         self._lock = threading.Lock()
+        self._calls = 0  # upkeeps under way
         self._stop = threading.Event()
         threading.Thread(target=self._reap, name="upkeep-reap", daemon=True).start()
 
@@ -142,10 +144,15 @@ class UpkeepActor:
                     lambda: HeldMemos(files), HeldMemos.release, idle_s=0.0
                 )
             resource.idle_s = settings.graph.upkeep_idle_s
-        with resource.use() as memos, gc_paused():
-            seconds = upkeep(settings, collection, dense_dim=dense_dim, memos=memos)
-            memos.write_behind(then=_settle_collector)  # while the caller finishes the ingest
-            return seconds
+            self._calls += 1
+        try:
+            with resource.use() as memos, gc_paused():
+                seconds = upkeep(settings, collection, dense_dim=dense_dim, memos=memos)
+                memos.write_behind(then=_settle_collector)  # while the caller finishes
+                return seconds
+        finally:
+            with self._lock:
+                self._calls -= 1
 
     def warm(self, settings: Settings) -> None:
         """Load the encoder that synonymy encodes new names with (once per actor life)."""
@@ -163,11 +170,18 @@ class UpkeepActor:
                     memos.flush()
 
     def _reap(self) -> None:
+        """Let go of namespaces idle for their `graph.upkeep_idle_s`; once none is held, exit:
+        the interpreter keeps the memory a pass grew to (3 GB at 10k documents), and only a
+        new process gives it back. The next upkeep starts a new actor from the files."""
         while not self._stop.wait(_REAP_EVERY_S):
             with self._lock:
                 resources = list(self._held.values())
             for resource in resources:
                 resource.close_if_idle()
+            with self._lock:
+                if resources and not self._calls and not any(r.is_open for r in resources):
+                    log.info("upkeep actor: no namespace held, exiting")
+                    os._exit(0)
 
 
 def _settle_collector() -> None:
