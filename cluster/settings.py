@@ -380,9 +380,8 @@ class GraphSettings(_Group):
         description="How the entity layer follows an ingest or delete: 'incremental' writes "
         "only the entity and edge rows that changed and relinks synonyms only around names that "
         "came or went (each name encoded once, kept in '<collection>-names'); 'full' rewrites "
-        "every row and re-encodes every name (the baseline of `rayweave bench update`, there "
-        "in the ingesting process). Both run where `graph.upkeep_host` says and leave the "
-        "same graph, as does `rayweave graph rebuild`.",
+        "every row and re-encodes every name (the baseline of `rayweave bench update`). Both "
+        "leave the same graph, as does `rayweave graph rebuild`.",
     )
     layer_snapshots: bool = Field(
         default=True,
@@ -399,18 +398,16 @@ class GraphSettings(_Group):
     )
     upkeep_host: Literal["actor", "process"] = Field(
         default="actor",
-        description="Where the upkeep after an ingest or delete runs: 'actor', in one detached "
-        "Ray actor on the head node ('rayweave-upkeep'), which keeps each namespace's layer "
-        "snapshot and memos in memory between upkeeps and writes their files behind them; "
-        "'process', in the ingesting process, which reads and writes those files each time "
-        "(1.5 s of a 13 s upkeep at 10k documents). Both leave the same graph.",
+        description="Where the upkeep after an ingest or delete runs: 'actor', a detached Ray "
+        "actor on the head node holding each namespace's caches and input in memory between "
+        "upkeeps; 'process', the ingesting process, from the cache files. Same graph.",
     )
     upkeep_idle_s: float = Field(
         default=600.0,
         ge=0,
-        description="The upkeep actor lets go of a namespace's memos after this many seconds "
-        "without an upkeep of it (0 = never), and exits once it holds none, giving back its "
-        "memory (about 3 GB after an upkeep of 10k documents); the next upkeep reads the files.",
+        description="The upkeep actor lets go of a namespace this long after its last upkeep "
+        "(0 = never) and exits once it holds none, giving back its memory (3 GB after 10k "
+        "documents).",
     )
     rebuild_share_documents: int = Field(
         default=500,
