@@ -231,12 +231,10 @@ def _one_document(
     settings: Settings, collection: str, graph: GraphStore, text: str, mode: Mode, host: Host
 ) -> UpdateFigures:
     from rayweave.graph.projection import load_projection
-    from rayweave.ingest.pipeline import delete_documents, run_ingest, with_maintenance
+    from rayweave.ingest.pipeline import delete_documents, run_ingest
     from rayweave.ingest.upkeep_host import prepare_host
 
-    configured = with_maintenance(settings, mode)
-    graph_settings = configured.graph.model_copy(update={"upkeep_host": host})
-    configured = configured.model_copy(update={"graph": graph_settings})
+    configured = _configured(settings, mode, host)
     before = load_projection(graph)
     with tempfile.TemporaryDirectory(prefix="rw-bench-update-") as tmp:
         path = Path(tmp) / f"bench-update-{mode}-{host}.md"
@@ -262,6 +260,13 @@ def _one_document(
     )
 
 
+def _configured(settings: Settings, mode: Mode, host: Host) -> Settings:
+    from rayweave.ingest.pipeline import with_maintenance
+
+    graph = with_maintenance(settings, mode).graph.model_copy(update={"upkeep_host": host})
+    return settings.model_copy(update={"graph": graph})
+
+
 def _rebuild(settings: Settings, collection: str, *, on_cluster: bool) -> tuple[float, float]:
     """The rebuild's seconds and its driver's peak RSS, in a fresh process: what earlier steps
     left in this one's heap would hide (or inflate) the rebuild's own peak."""
@@ -285,10 +290,10 @@ def _rebuild(settings: Settings, collection: str, *, on_cluster: bool) -> tuple[
 def _rebuild_driver(settings: Settings, collection: str, on_cluster: bool, send: Any) -> None:
     from rayweave.cluster.services.graph_server import resolve_graph_connection
     from rayweave.cluster.services.runtime import connect
-    from rayweave.ingest.pipeline import finalize, with_maintenance
+    from rayweave.ingest.pipeline import finalize
 
     connect(settings)
     resolve_graph_connection(settings)
     started = time.perf_counter()
-    finalize(with_maintenance(settings, "full"), collection, rebuild=on_cluster)
+    finalize(_configured(settings, "full", "process"), collection, rebuild=on_cluster)
     send.send(time.perf_counter() - started)
