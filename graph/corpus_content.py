@@ -23,6 +23,13 @@ from rayweave.graph.schema import NodeLabel
 from rayweave.graph.store import GraphStore
 from rayweave.graph.store.change_log import StoreVersion
 
+# Where a node of each label keeps the id of the document it belongs to.
+_DOCUMENT_ID = {
+    NodeLabel.DOCUMENT: "c.id",
+    NodeLabel.SECTION: "c.doc_id",
+    NodeLabel.PROPOSITION: "c.doc_id",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class DocumentContent:
@@ -64,7 +71,8 @@ def read_content(
         if not changes.full:
             touched = _documents_of(store, held, changes.keys)
             documents = {d: c for d, c in held.documents.items() if d not in touched}
-            documents.update(_by_document(store, *store.documents_content(sorted(touched))))
+            if touched:
+                documents.update(_by_document(store, *store.documents_content(sorted(touched))))
             return CorpusContent(at=changes.to, documents=documents), frozenset(touched)
     at = store.version()
     return CorpusContent(at=at, documents=_by_document(store, *store.documents_content())), None
@@ -75,14 +83,13 @@ def _documents_of(store: GraphStore, held: CorpusContent, keys: Iterable[str]) -
     keys = set(keys)
     found = {d for d, content in held.documents.items() if not content.keys.isdisjoint(keys)}
     unknown = keys.difference(*(c.keys for c in held.documents.values()))
-    if unknown:
-        own = {NodeLabel.DOCUMENT: "id", NodeLabel.SECTION: "doc_id"}
-        own[NodeLabel.PROPOSITION] = "doc_id"
-        for label, field in own.items():
-            rows = store.read_table_by_keys(
-                f"MATCH (c:{label.value} {{key: k}})", {"d": f"c.{field}"}, sorted(unknown)
-            )
-            found.update(str(r["d"]) for r in rows)
+    if not unknown:
+        return found
+    for label, doc_id in _DOCUMENT_ID.items():
+        rows = store.read_table_by_keys(
+            f"MATCH (c:{label.value} {{key: k}})", {"d": doc_id}, sorted(unknown), op="content"
+        )
+        found.update(str(r["d"]) for r in rows)
     return found
 
 

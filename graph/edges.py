@@ -115,10 +115,13 @@ class EdgeAccumulator:
     def add_row(self, row: EdgeRow) -> None:
         """`add` with a made row's values. A row with nothing to merge and final values is kept
         as it is: `add` would build the same row again (250k co-occurrence edges at 10k docs)."""
-        key = (row.rel, row.src, row.dst)
-        final = row.count >= 0 and _final(row.weight, row.confidence)
-        if final and key not in self.rows and row.src != row.dst:
-            self.rows[key] = row
+        src, dst = row.src, row.dst
+        if (
+            row.count >= 0
+            and _final(row.weight, row.confidence)
+            and (src.id != dst.id or src != dst)  # ids differ almost always: no `__eq__` call
+            and self.rows.setdefault((row.rel, src, dst), row) is row  # one hash of the key
+        ):
             return
         self.add(
             row.rel,

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypeVar
 
 from rayweave.graph.corpus_content import CorpusContent
 from rayweave.graph.edge_memo import EdgeMemo, load_edge_memo, save_edge_memo
@@ -34,6 +34,7 @@ from rayweave.graph.name_memo import NameMemo
 log = logging.getLogger(__name__)
 
 Memo = Literal["snapshot", "matches", "parts", "content", "names"]
+_C = TypeVar("_C")
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,11 +146,11 @@ class HeldMemos:
         self.flush()
         was = self._held or LayerMemos()
         self._held = LayerMemos(
-            snapshot=memos.snapshot or was.snapshot,
-            matches=memos.matches or was.matches,
-            parts=memos.parts or was.parts,
-            content=memos.content or was.content,
-            names=memos.names or was.names,
+            snapshot=_either(memos.snapshot, was.snapshot),
+            matches=_either(memos.matches, was.matches),
+            parts=_either(memos.parts, was.parts),
+            content=_either(memos.content, was.content),
+            names=_either(memos.names, was.names),
         )
         self._unwritten = memos
 
@@ -193,3 +194,7 @@ class HeldMemos:
             self.files.keep(memos)
         except Exception:  # a cache: the next process without memory starts from the store
             log.warning("could not write the layer memos %s", self.files, exc_info=True)
+
+
+def _either(new: _C | None, old: _C | None) -> _C | None:
+    return old if new is None else new

@@ -157,6 +157,19 @@ def graph_snapshot(store: GraphStore) -> tuple[list[tuple[Any, ...]], list[tuple
     return entities, edges
 
 
+def namespace_snapshot(
+    settings: Settings, collection: str
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """`graph_snapshot` of namespace `collection`, through a connection of its own."""
+    from rayweave.graph.store import open_graph_store
+
+    store = open_graph_store(settings, namespace=collection)
+    try:
+        return graph_snapshot(store)
+    finally:
+        store.close()
+
+
 def linked_chunks(
     doc_id: str,
     level: Level,

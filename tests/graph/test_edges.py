@@ -33,6 +33,8 @@ class TestEdges:
             EdgeRow(rel=RelType.RELATED_TO, src=b, dst=a, weight=0.1234567, confidence=0.5),
             EdgeRow(rel=RelType.SYNONYM_OF, src=a, dst=b, weight=2.0, count=-1),
             EdgeRow(rel=RelType.RELATED_TO, src=a, dst=a),
+            # Ids alike, labels not: no self-loop.
+            EdgeRow(rel=RelType.MENTIONS, src=NodeRef(NodeLabel.DOCUMENT, "a"), dst=a),
             # The same key again, by another rule: merged by noisy-OR.
             EdgeRow(
                 rel=RelType.RELATED_TO,

@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from tests_support import graph_snapshot, joined_nodes
+from tests_support import joined_nodes, namespace_snapshot
 
 from rayweave.cluster.settings import Settings
 from rayweave.graph.store import open_graph_store
@@ -43,20 +43,12 @@ def ingested(ray_stack: Settings, graph_connection: object) -> tuple[Settings, s
     return ray_stack, collection
 
 
-def snapshot(settings: Settings, collection: str) -> object:
-    store = open_graph_store(settings, namespace=collection)
-    try:
-        return graph_snapshot(store)
-    finally:
-        store.close()
-
-
 @pytest.mark.integration
 def test_a_rebuild_in_shares_repairs_the_layer_a_fresh_ingest_built(
     ingested: tuple[Settings, str],
 ) -> None:
     settings, collection = ingested
-    fresh = snapshot(settings, collection)
+    fresh = namespace_snapshot(settings, collection)
     store = open_graph_store(settings, namespace=collection)
     try:  # damage: a rule-made edge gone, a stray entity, a topic's edges gone
         store.write(
@@ -71,11 +63,11 @@ def test_a_rebuild_in_shares_repairs_the_layer_a_fresh_ingest_built(
         version = store.version().version
     finally:
         store.close()
-    assert snapshot(settings, collection) != fresh
+    assert namespace_snapshot(settings, collection) != fresh
 
     done = finalize(small_shares(settings, 4), collection, rebuild=True)
 
-    assert snapshot(settings, collection) == fresh
+    assert namespace_snapshot(settings, collection) == fresh
     assert done.nodes > 0
     assert done.relationships > 0
     assert list(done.seconds) == ["rebuild", "facts", "counts", "vector index"]
@@ -91,11 +83,11 @@ def test_a_rebuild_in_shares_repairs_the_layer_a_fresh_ingest_built(
 @pytest.mark.integration
 def test_on_three_raylets_every_node_gets_shares(ingested: tuple[Settings, str]) -> None:
     settings, collection = ingested
-    fresh = snapshot(settings, collection)
+    fresh = namespace_snapshot(settings, collection)
     with joined_nodes(settings, ("worker_a", "worker_b")):
         report = rebuild_on_cluster(small_shares(settings, 2), collection)
     assert report.shares >= 12
     assert report.nodes == 3
     assert report.edges_written > 0
     assert report.edges_deleted == 0
-    assert snapshot(settings, collection) == fresh
+    assert namespace_snapshot(settings, collection) == fresh

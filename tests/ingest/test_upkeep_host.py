@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 import ray
-from tests_support import graph_snapshot
+from tests_support import namespace_snapshot
 
 from rayweave.cluster.settings import Settings
-from rayweave.graph.store import open_graph_store
 from rayweave.ingest import upkeep_host
 from rayweave.ingest.pipeline import run_ingest
 from rayweave.ingest.upkeep_host import UPKEEP_ACTOR, memo_files, run_upkeep
@@ -44,14 +43,6 @@ def _describe(settings: Settings) -> dict[str, object]:
     return info
 
 
-def _graph(settings: Settings, collection: str) -> object:
-    graph = open_graph_store(settings, namespace=collection)
-    try:
-        return graph_snapshot(graph)
-    finally:
-        graph.close()
-
-
 def test_the_actor_holds_the_memos_and_leaves_the_graph_the_caller_leaves(
     ray_stack: Settings, graph_connection: object, tmp_path: Path
 ) -> None:
@@ -72,7 +63,7 @@ def test_the_actor_holds_the_memos_and_leaves_the_graph_the_caller_leaves(
         leases.write_text(text + "\n\n## Lease tuning\n\nSweeps follow heartbeats.\n")
         run_ingest(settings, [corpus], collection=collection)
         assert files.snapshot.exists()  # the actor writes it behind, for a process to start from
-        graphs.append(_graph(settings, collection))
+        graphs.append(namespace_snapshot(settings, collection))
     by_actor, by_process = graphs
     assert by_actor == by_process
 
