@@ -103,15 +103,15 @@ def upkeep(
 
 
 def code_fingerprint() -> str:
-    """Names the package's code as it is on disk: an actor started from other code is
-    replaced (a detached actor outlives an upgrade, or an edit of a checkout)."""
+    """Names the package's code by its content: an actor started from other code is replaced
+    (a detached actor outlives an upgrade or an edit of a checkout), while jobs that ship the
+    same code in their own copies (`ray job submit --working-dir`) share it. A few ms."""
     digest = hashlib.blake2b(digest_size=12)
     for package in _PACKAGES:
         root = Path(importlib.import_module(f"rayweave.{package}").__file__ or "").parent
         for path in sorted(root.rglob("*.py")):
-            stat = path.stat()
-            digest.update(f"{package}/{path.relative_to(root)}|{stat.st_size}|".encode())
-            digest.update(f"{stat.st_mtime_ns}\n".encode())
+            digest.update(f"{package}/{path.relative_to(root)}\n".encode())
+            digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
