@@ -30,14 +30,13 @@ from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
 
 from rayweave.cluster.gc_pause import gc_paused
 from rayweave.cluster.services.idle import IdleResource
+from rayweave.cluster.services.runtime import HEAD_NODE, connect
 from rayweave.cluster.settings import Settings
 from rayweave.graph.layer_memos import HeldMemos, MemoFiles, MemoKeeper
 
 log = logging.getLogger(__name__)
 
 UPKEEP_ACTOR = "rayweave-upkeep"
-# Embedded data lives on the head node, where `rayweave start` keeps its home.
-_HEAD_NODE = {"node:__internal_head__": 0.001}
 _REAP_EVERY_S = 1.0
 _START_TIMEOUT_S = 60.0
 _PACKAGES = ("cluster", "ingest", "graph", "models")  # what an upkeep runs
@@ -47,8 +46,6 @@ def run_upkeep(settings: Settings, collection: str, *, dense_dim: int) -> dict[s
     """The entity layer and synonymy brought up to the stored chunks, where `graph.upkeep_host`
     says; returns the upkeep's seconds per step."""
     if settings.graph.upkeep_host == "actor":
-        from rayweave.cluster.services.runtime import connect
-
         connect(settings)
         try:
             actor = _acquire_actor(settings)
@@ -206,7 +203,7 @@ def _acquire_actor(settings: Settings) -> Any:
             namespace=settings.ray.namespace,
             lifetime="detached",
             get_if_exists=True,
-            resources=_HEAD_NODE,
+            resources=HEAD_NODE,
         ).remote()
         info = ray.get(handle.describe.remote(), timeout=_START_TIMEOUT_S)
         if info["code"] == code:

@@ -30,6 +30,9 @@ from rayweave.cluster.errors import ServiceError
 from rayweave.cluster.settings import Settings
 
 AUTH_TOKEN_PATH = Path("~/.ray/auth_token").expanduser()
+# A sliver of the head node's built-in resource: pins an actor to the head, where `rayweave
+# start` keeps its home and the embedded stores' data.
+HEAD_NODE = {"node:__internal_head__": 0.001}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -37,6 +37,7 @@ from rayweave.cluster.errors import (
     reraised_as,
 )
 from rayweave.cluster.services.idle import IdleResource
+from rayweave.cluster.services.runtime import HEAD_NODE
 from rayweave.cluster.settings import QDRANT_MEMORY, QdrantSettings, Settings
 from rayweave.cluster.types import SparseVector
 from rayweave.cluster.vectors.factory import open_vector_store
@@ -56,8 +57,6 @@ from rayweave.cluster.vectors.store import (
 log = logging.getLogger(__name__)
 
 ACTOR_PREFIX = "rayweave-vectors-"
-# The head node's built-in resource: embedded data lives where `rayweave start` keeps its home.
-_HEAD_NODE = {"node:__internal_head__": 0.001}
 # Restarts after a crash reopen the store from disk (its write-ahead log replays).
 _MAX_RESTARTS = 3
 # What `RemoteVectorStore._call` handles itself (retry, re-create, or report); the rest of a
@@ -356,7 +355,7 @@ def _get_or_create(
         lifetime="detached",
         get_if_exists=True,
         max_concurrency=settings.actor_max_concurrency,
-        resources=_HEAD_NODE,
+        resources=HEAD_NODE,
     ).remote(settings, str(path), collection)
     try:
         info = ray.get(handle.describe.remote(), timeout=settings.timeout_s)
