@@ -99,15 +99,28 @@ def _by_document(
     mentions: Mapping[str, Sequence[Entity]],
     extractions: Mapping[str, Extraction],
 ) -> dict[str, DocumentContent]:
-    grouped: dict[str, list[Chunk]] = {}
-    for c in chunks:
-        grouped.setdefault(c.doc_id, []).append(c)
     return {
         doc_id: DocumentContent(
             chunks=tuple(own),
             mentions={c.id: mentions[c.id] for c in own if c.id in mentions},
             extractions={c.id: extractions[c.id] for c in own if c.id in extractions},
-            keys=frozenset({store.key(doc_id), *(store.key(chunk_ref(c).id) for c in own)}),
+            keys=_keys(store, doc_id, own),
         )
-        for doc_id, own in grouped.items()
+        for doc_id, own in _grouped(chunks).items()
     }
+
+
+def document_keys(store: GraphStore, chunks: Sequence[Chunk]) -> dict[str, frozenset[str]]:
+    """Each document's node keys in the store: its Document's and its chunks'."""
+    return {doc_id: _keys(store, doc_id, own) for doc_id, own in _grouped(chunks).items()}
+
+
+def _grouped(chunks: Iterable[Chunk]) -> dict[str, list[Chunk]]:
+    grouped: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        grouped.setdefault(c.doc_id, []).append(c)
+    return grouped
+
+
+def _keys(store: GraphStore, doc_id: str, chunks: Iterable[Chunk]) -> frozenset[str]:
+    return frozenset({store.key(doc_id), *(store.key(chunk_ref(c).id) for c in chunks)})

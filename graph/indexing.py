@@ -20,9 +20,8 @@ from rayweave.cluster.gc_pause import gc_paused
 from rayweave.cluster.step_clock import StepClock
 from rayweave.cluster.types import Chunk, Document, Entity
 from rayweave.graph.builders import build_graph
-from rayweave.graph.corpus_content import CorpusContent, read_content
+from rayweave.graph.corpus_content import CorpusContent, document_keys, read_content
 from rayweave.graph.edge_memo import MemoizedParts
-from rayweave.graph.edges import chunk_ref
 from rayweave.graph.extraction import Extraction, encode_extraction
 from rayweave.graph.layer_memos import LayerMemos, MemoKeeper
 from rayweave.graph.layer_snapshot import LayerSnapshot, stored_layer
@@ -110,9 +109,13 @@ def rebuild_corpus_edges(
     with clock.step("compute"):
         memo = MemoizedMatches(old.matches) if "matches" in kept else None
         reuse = None
-        doc_keys: dict[str, set[str]] = {}
+        doc_keys: Mapping[str, frozenset[str]] = {}
         if "parts" in kept and memo is not None and not full:  # `full` keeps no snapshot
-            doc_keys = _document_keys(store, chunks)
+            doc_keys = (  # a held input has them already
+                document_keys(store, chunks)
+                if content is None
+                else {d: own.keys for d, own in content.documents.items()}
+            )
             reuse = MemoizedParts(
                 old.parts,
                 matches=memo,
@@ -213,17 +216,6 @@ def _read_chunks(
         store.backfill_mentions()  # written by an earlier version: keep its NER entities
         held = None
     return found, content, read
-
-
-def _document_keys(store: GraphStore, chunks: Sequence[Chunk]) -> dict[str, set[str]]:
-    """Each document's node keys in the store: its chunks' and its Document's."""
-    out: dict[str, set[str]] = {}
-    for c in chunks:
-        keys = out.get(c.doc_id)
-        if keys is None:
-            keys = out[c.doc_id] = {store.key(c.doc_id)}
-        keys.add(store.key(chunk_ref(c).id))
-    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
