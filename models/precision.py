@@ -7,12 +7,13 @@ One configured `precision` maps to what each device does well:
 - bf16: bf16 on CUDA (fp16 without bf16 support); bf16 weights on CPU (torch; AVX512-BF16/AMX
   run it natively).
 - int8: fp16 on CUDA, where dynamic W8A8 int8 ran at 0.45x fp16's speed (H200, README); dynamic
-  int8 of every Linear/MatMul on CPU.
+  int8 on CPU.
 
-On CPU, int8 runs through ONNX Runtime (fused attention, per-channel int8 weights) when `onnx` and
-`onnxruntime` import, else through torch's dynamic quantization. The bench (`rayweave bench
-models`) measures both; on the development machines ONNX Runtime int8 was both faster and closer
-to fp32 (per-channel weights, 8-bit activations on VNNI CPUs), hence the default.
+On CPU, int8 runs through ONNX Runtime (int8 MatMuls with per-channel weights, the fused attention
+and the embeddings left in fp32: `runtime._INT8_OPS`) when `onnx` and `onnxruntime` import, else
+through torch's dynamic quantization. The bench (`rayweave bench models`) measures both; on the
+development machines ONNX Runtime int8 was both faster and closer to fp32 (per-channel weights,
+8-bit activations on VNNI CPUs), hence the default.
 """
 
 from __future__ import annotations

@@ -101,6 +101,21 @@ class TestExport:
         assert runner(wide)[0].shape == (3, 8)
 
 
+def test_int8_quantizes_matmuls_and_keeps_attention_fp32(tmp_path: Path, tiny_st_dir: Path) -> None:
+    """QAttention would take the QKV projection to 7-bit weights; embeddings save no arithmetic."""
+    import onnx
+
+    from rayweave.models.dense import load_sentence_transformer
+
+    plan = plan_execution(device="cpu", precision="int8", cpu_backend="onnx")
+    load_sentence_transformer(str(tiny_st_dir), RunOptions(plan=plan, cache_dir=tmp_path))
+    (path,) = tmp_path.glob("*/model.onnx")
+    ops = {node.op_type for node in onnx.load(str(path)).graph.node}
+    assert "Attention" in ops  # fused, and left in fp32
+    assert ops & {"MatMulInteger", "DynamicQuantizeMatMul"}  # the feed-forward runs in int8
+    assert not ops & {"QAttention", "QEmbedLayerNormalization", "QGather"}
+
+
 class TestEngine:
     def test_round_trip_positions(self, bert_tokenizer_dir: Path) -> None:
         from transformers import AutoTokenizer
