@@ -19,6 +19,7 @@ class StatusReport:
     serve: str
     vectors: str
     stores: str = NO_RUNTIME
+    upkeep: str = NO_RUNTIME
     metrics: str = "not running"
     logs: str = ""
     job_env: dict[str, str] = field(default_factory=dict)
@@ -34,6 +35,7 @@ class StatusReport:
                 f"graph    {self.graph}",
                 f"vectors  {self.vectors}",
                 f"stores   {self.stores}",
+                f"upkeep   {self.upkeep}",
                 f"serve    {self.serve}",
                 f"metrics  {self.metrics}",
                 f"logs     {self.logs}",
@@ -69,11 +71,12 @@ def collect_status(settings: Settings) -> StatusReport:
         graph_line = GraphServer.from_settings(settings).status().describe()
 
     serve_line = metrics_line = "not running"
-    stores_line = NO_RUNTIME
+    stores_line = upkeep_line = NO_RUNTIME
     if head_running(settings) or settings.ray.address is not None:
         serve_line = _serve_status(settings)
         metrics_line = _metrics_status()
         stores_line = _stores_status(settings)
+        upkeep_line = _upkeep_status(settings)
     resolved = resolved_rows(settings)
     return StatusReport(
         ray=ray_line,
@@ -82,6 +85,7 @@ def collect_status(settings: Settings) -> StatusReport:
         vectors=resolved[0][1],  # the vector store has no process of its own: its line is this
         resolved=resolved[1:],
         stores=stores_line,
+        upkeep=upkeep_line,
         metrics=metrics_line,
         logs=f"Ray: {ray_temp_dir(settings) / 'session_latest' / 'logs'}; what Ray printed "
         f"during rayweave commands: {ray_console_log(settings)}",
@@ -217,6 +221,16 @@ def _stores_status(settings: Settings) -> str:
             parts.append(f"{a['collection']} ({state}, idle {a['idle_s']:.0f}s)")
     held = sum(1 for a in actors if a.get("open"))
     return f"{held} of {len(actors)} holding an engine: " + ", ".join(parts)
+
+
+def _upkeep_status(settings: Settings) -> str:
+    import ray
+
+    from rayweave.ingest.upkeep_host import upkeep_status
+
+    if not ray.is_initialized():
+        return "unknown (not connected)"
+    return upkeep_status(settings)
 
 
 def _metrics_status() -> str:

@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 UPKEEP_ACTOR = "rayweave-upkeep"
 _REAP_EVERY_S = 1.0
 _START_TIMEOUT_S = 60.0
+_STATUS_TIMEOUT_S = 5.0  # the actor answers between upkeeps' steps; status must not hang on it
 _PACKAGES = ("cluster", "ingest", "graph", "models")  # what an upkeep runs
 
 
@@ -69,6 +70,26 @@ def prepare_host(settings: Settings, *, warm: bool = False, settle: bool = False
         ray.get(actor.warm.remote(settings))
     if settle:
         ray.get(actor.settle.remote())
+
+
+def upkeep_status(settings: Settings) -> str:
+    """`rayweave status`'s line: where upkeeps run and, for the actor, what it holds (its memory
+    grows with each namespace held: about 3 GB at 10k documents)."""
+    if settings.graph.upkeep_host != "actor":
+        return "in the ingesting process (graph.upkeep_host = 'process')"
+    try:
+        actor: Any = ray.get_actor(UPKEEP_ACTOR, namespace=settings.ray.namespace)
+        info: dict[str, Any] = ray.get(actor.describe.remote(), timeout=_STATUS_TIMEOUT_S)
+    except ValueError:
+        return "no upkeep actor (one starts with the next ingest or delete)"
+    except (RayActorError, ActorUnavailableError, GetTimeoutError) as exc:
+        return f"upkeep actor not answering ({type(exc).__name__})"
+    held = [Path(path).name.removesuffix(".pickle") for path in info["held"]]
+    what = ", ".join(held) if held else "none"
+    return (
+        f"actor pid {info['pid']}, namespaces held: {what} "
+        f"(each let go after {settings.graph.upkeep_idle_s:.0f}s idle)"
+    )
 
 
 def memo_files(settings: Settings, collection: str) -> MemoFiles | None:

@@ -17,7 +17,7 @@ from tests_support import namespace_snapshot
 from rayweave.cluster.settings import Settings
 from rayweave.ingest import upkeep_host
 from rayweave.ingest.pipeline import run_ingest
-from rayweave.ingest.upkeep_host import UPKEEP_ACTOR, memo_files, run_upkeep
+from rayweave.ingest.upkeep_host import UPKEEP_ACTOR, memo_files, run_upkeep, upkeep_status
 
 pytestmark = pytest.mark.integration
 
@@ -60,6 +60,7 @@ def test_the_actor_holds_the_memos_and_leaves_the_graph_the_caller_leaves(
         assert files.snapshot is not None
         held = str(files.snapshot) in _describe(settings)["held"]  # type: ignore[operator]
         assert held == (host == "actor")
+        assert (collection in upkeep_status(settings)) == (host == "actor")  # `rayweave status`
         leases.write_text(text + "\n\n## Lease tuning\n\nSweeps follow heartbeats.\n")
         run_ingest(settings, [corpus], collection=collection)
         assert files.snapshot.exists()  # the actor writes it behind, for a process to start from
@@ -107,6 +108,7 @@ def test_a_namespace_is_let_go_after_its_idle_time(
     while _held_or_none(settings) or _alive(settings):
         assert time.monotonic() < deadline, "the actor held on to its memory"
         time.sleep(0.5)
+    assert upkeep_status(settings).startswith("no upkeep actor")
     run_upkeep(settings, collection, dense_dim=384)  # a new actor, from the files
     assert str(files.snapshot) in _describe(settings)["held"]  # type: ignore[operator]
 
