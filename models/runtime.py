@@ -42,9 +42,9 @@ _EXPORT_RECIPE = 4
 # an encoder's FLOPs), with per-channel 8-bit weights. Left in fp32: the fused `Attention` node,
 # whose quantized form (QAttention) always takes 7-bit weights for the QKV projection whatever
 # the CPU, and embedding lookups (Gather, EmbedLayerNormalization), which do no arithmetic to
-# save. Against quantizing every supported op, this kept all-MiniLM-L6-v2 closer to fp32 on all
-# three dev sets (cosqa-dev MRR@10 0.537 against 0.525, fp32 0.534) for about 10% more document
-# encode time and no more per query (docs/experiments/2026-11-29-int8-ops.md).
+# save. Against quantizing every supported op, this kept all-MiniLM-L6-v2's vectors closer to
+# fp32 on all three dev sets (cosqa-dev brute force MRR@10 0.537 against 0.525, fp32 0.534) for
+# about 10% more encode time (docs/experiments/2026-11-29-int8-ops.md).
 _INT8_OPS = ("MatMul",)
 _OPSET = 17
 _EXTERNAL_DATA_BYTES = 1_500_000_000
