@@ -712,7 +712,25 @@ def graph_rebuild(config: ConfigOpt = None, collection: CollectionOpt = None) ->
             shown.update(f"graph rebuild {name}: {step}")
 
         done = _run(lambda: finalize(settings, name, rebuild=True, progress=progress))
-    out.print(f"graph {name}: {done.nodes} nodes, {done.relationships} relationships")
+    out.print(
+        f"graph {name}: {done.entities} entities written, edges {done.edges_written} written, "
+        f"{done.edges_deleted} deleted"
+    )
+
+
+@graph_app.command("stats")
+def graph_stats(config: ConfigOpt = None, collection: CollectionOpt = None) -> None:
+    """Count the namespace's graph: nodes per label, relationships per type (a walk of every
+    relationship, so not part of an ingest's report)."""
+    from rayweave.graph.store import open_graph_store
+
+    settings = _run(lambda: _settings(config, collection))
+    graph = _run(lambda: open_graph_store(settings, namespace=settings.qdrant.collection))
+    try:
+        counts = _run(graph.counts)
+    finally:
+        graph.close()
+    out.print(counts.render(settings.qdrant.collection), markup=False, highlight=False)
 
 
 @graph_app.command("export-extractions")

@@ -219,10 +219,31 @@ def _read_chunks(
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LayerChange:
+    """What an upkeep changed in the entity layer, and its seconds per step: what an ingest
+    reports. Not the graph's totals, which cost a walk of every relationship whatever changed
+    (`rayweave graph stats` counts them)."""
+
+    entities: int  # entity rows written: new, or changed
+    edges_written: int  # entity-layer and synonym edges written: new, or changed
+    edges_deleted: int  # entity-layer edges that went
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EntityLayerUpdate:
     corpus: CorpusPass
     synonyms: SynonymUpdate | None
     seconds: dict[str, float] = field(default_factory=dict)  # the pass's steps, then synonymy
+
+    def change(self) -> LayerChange:
+        edges = self.corpus.edges
+        return LayerChange(
+            entities=self.corpus.entities,
+            edges_written=edges.edges_written + (self.synonyms.edges if self.synonyms else 0),
+            edges_deleted=edges.edges_deleted,
+            seconds=self.seconds,
+        )
 
 
 def update_entity_layer(
@@ -247,6 +268,9 @@ def update_entity_layer(
         with clock.step("synonymy"):
             if full:
                 names.store.drop()
-            synonyms = update_synonyms(store, names)
+            held = None if full or memos is None else memos.held_names()
+            synonyms = update_synonyms(store, names, held)
+            if memos is not None:
+                memos.hold_names(synonyms.held)
     store.end_maintenance()
     return EntityLayerUpdate(corpus=corpus, synonyms=synonyms, seconds=clock.seconds)

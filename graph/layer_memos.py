@@ -27,6 +27,7 @@ from typing import Literal, Protocol, TypeVar
 
 from rayweave.graph.corpus_content import CorpusContent
 from rayweave.graph.edge_memo import EdgeMemo, load_edge_memo, save_edge_memo
+from rayweave.graph.held_names import HeldNames
 from rayweave.graph.layer_snapshot import LayerSnapshot, load_snapshot, save_snapshot
 from rayweave.graph.match_memo import MatchMemo, load_memo, save_memo
 from rayweave.graph.name_memo import NameMemo
@@ -67,6 +68,12 @@ class MemoKeeper(Protocol):
     def forget_snapshot(self) -> None:
         """Drop the snapshot: the stored layer may have changed without a log entry."""
         ...
+
+    def held_names(self) -> HeldNames | None:
+        """The entity names the last synonymy read (`graph/held_names.py`; memory only)."""
+        ...
+
+    def hold_names(self, names: HeldNames | None) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +121,12 @@ class MemoFiles:
         if self.snapshot is not None:
             self.snapshot.unlink(missing_ok=True)
 
+    def held_names(self) -> HeldNames | None:
+        return None  # a file would cost what the read does, as for the pass's input
+
+    def hold_names(self, names: HeldNames | None) -> None:
+        pass
+
 
 class HeldMemos:
     """`files`' caches held in memory from pass to pass; each pass's files are written when its
@@ -125,6 +138,7 @@ class HeldMemos:
     def __init__(self, files: MemoFiles) -> None:
         self.files = files
         self._held: LayerMemos | None = None  # None: not read yet
+        self._names: HeldNames | None = None
         self._unwritten: LayerMemos | None = None
         self._writing: threading.Thread | None = None
 
@@ -158,12 +172,20 @@ class HeldMemos:
         self.flush()
         if self._held is not None:
             self._held = dataclasses.replace(self._held, snapshot=None)
+        self._names = None
         self.files.forget_snapshot()
+
+    def held_names(self) -> HeldNames | None:
+        return self._names
+
+    def hold_names(self, names: HeldNames | None) -> None:
+        self._names = names
 
     def release(self) -> None:
         """Let go of the memory (the files stay): the next pass reads them."""
         self.flush()
         self._held = None
+        self._names = None
 
     def write_behind(self, then: Callable[[], None] | None = None) -> None:
         """Start writing the last kept caches' files in a thread, which runs `then` after."""

@@ -17,9 +17,9 @@ the same edges: both paths score pairs from the same stored vectors through `par
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,6 +27,7 @@ import numpy as np
 from rayweave.cluster.errors import NotFoundError
 from rayweave.cluster.types import stable_id
 from rayweave.cluster.vectors.store import CollectionSpec, VectorPoint, VectorQuery, VectorStore
+from rayweave.graph.held_names import HeldNames, Name, read_entity_names
 from rayweave.graph.schema import EdgeRow
 from rayweave.graph.synonyms import is_candidate, synonym_edge, synonym_pairs, top_partners
 
@@ -37,8 +38,6 @@ NAMES_SUFFIX = "-names"
 _PAGE = 1024
 _ENCODE_BATCH = 256
 _FIRST_LIMIT = 32
-
-Name = tuple[str, str]  # (entity id, name)
 
 
 def names_collection(collection: str) -> str:
@@ -78,32 +77,49 @@ class SynonymUpdate:
     relinked: int  # names whose edges were recomputed
     edges: int  # SYNONYM_OF edges written
     full: bool
+    reread: int | None = None  # entity nodes read again from a held copy (None: all read)
+    held: HeldNames | None = field(default=None, repr=False, compare=False)  # for the next run
 
 
-def update_synonyms(graph: GraphStore, names: NameIndex) -> SynonymUpdate:
+def update_synonyms(
+    graph: GraphStore, names: NameIndex, held: HeldNames | None = None
+) -> SynonymUpdate:
     """Bring `graph`'s SYNONYM_OF edges and the name index up to the entities now stored (see
     module docstring). Ordered so that a run killed anywhere leaves the next one enough to
     redo: new names enter the index first, entities are marked linked after their edges are
-    written, and names that went leave the index last."""
+    written, and names that went leave the index last. `held`: the entities as the last run
+    left them, followed through the change log (`graph/held_names.py`); the result's `held`
+    is this run's, for the next."""
     index, rule = names.store, names.rule
-    current = _entity_names(graph, rule)
-    stored = _stored_names(index, rule)
-    if stored is None:  # absent, or built under another rule or encoder
-        index.drop()
-        stored = {}
+    read = read_entity_names(graph, held, rule.fingerprint)
+    current = {
+        name: mark == _link_mark(rule, name[1]) for name, mark in read.held.entities.values()
+    }
+    # Entity nodes created or renamed since they were last linked: their edges went with their
+    # last delete (even where the name never left the index), or were never written.
+    unlinked = sorted(n for n, linked in current.items() if not linked)
+    if read.reread is None:
+        stored = _stored_names(index, rule)
+        if stored is None:  # absent, or built under another rule or encoder
+            index.drop()
+            stored = {}
+        ids = {_point_id(n): n for n in current}
+        empty = not stored
+    else:  # the last run left every name then current in the index: ask about the rest
+        entities = read.held.entities
+        asked = {entities[k][0] for k in read.reread if k in entities} | {*unlinked, *read.gone}
+        stored = _indexed(index, asked)
+        ids = {_point_id(n): n for n in asked if n in current}
+        empty = False
     if not current:
         return _clear(graph, index, len(stored))
     _ensure(names)
-    ids = {_point_id(n): n for n in current}
     # Sorted: batch composition moves a quantised encoder's vectors, so it must not follow
     # storage order.
     added = sorted(n for pid, n in ids.items() if pid not in stored)
     removed = sorted(pid for pid in stored if pid not in ids)
     _add(index, added, names.encode, rule)
-    # Entity nodes created or renamed since they were last linked: their edges went with their
-    # last delete (even where the name never left the index), or were never written.
-    unlinked = sorted(n for n, linked in current.items() if not linked)
-    full = not stored or len(unlinked) + len(removed) > names.full_fraction * len(current)
+    full = empty or len(unlinked) + len(removed) > names.full_fraction * len(current)
     if full:
         edges = _all_pairs(index, sorted(current), rule)
         graph.mark_all()
@@ -139,6 +155,8 @@ def update_synonyms(graph: GraphStore, names: NameIndex) -> SynonymUpdate:
         relinked=relinked,
         edges=written,
         full=full,
+        reread=None if read.reread is None else len(read.reread),
+        held=read.held,
     )
 
 
@@ -172,20 +190,6 @@ def _point_id(n: Name) -> str:
     return stable_id("entity-name", *n)
 
 
-def _entity_names(graph: GraphStore, rule: SynonymRule) -> dict[Name, bool]:
-    """Every entity's (id, name), and whether its edges were linked under `rule`."""
-    rows = graph.read_table(
-        "MATCH (e:Entity {ns: $ns})",
-        {"id": "e.id", "name": "e.name", "linked": "e.synonyms"},
-        op="synonym_names",
-    )
-    return {
-        (str(r["id"]), str(r["name"])): r["linked"] == _link_mark(rule, str(r["name"]))
-        for r in rows
-        if r["name"]
-    }
-
-
 def _stored_names(index: VectorStore, rule: SynonymRule) -> dict[str, Name] | None:
     """Point id -> (entity id, name) of every indexed name; None when the collection is absent
     or was built under another rule."""
@@ -203,6 +207,15 @@ def _stored_names(index: VectorStore, rule: SynonymRule) -> dict[str, Name] | No
             out[p.id] = (str(p.payload["entity"]), str(p.payload["name"]))
         if offset is None:
             return out
+
+
+def _indexed(index: VectorStore, names: Iterable[Name]) -> dict[str, Name]:
+    """Point id -> (entity id, name) of those of `names` that the index holds."""
+    wanted = sorted({_point_id(n) for n in names})
+    found = index.retrieve(wanted) if wanted else []
+    return {
+        _point_id(n): n for n in ((str(p.payload["entity"]), str(p.payload["name"])) for p in found)
+    }
 
 
 def _add(

@@ -15,7 +15,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ray.data import Dataset
 
     from rayweave.graph.extraction import Extraction
+    from rayweave.graph.indexing import LayerChange
     from rayweave.ingest.stages import StageInputs, StageKind
 
 
@@ -352,7 +353,11 @@ def run_ingest(
     linking = time.monotonic()
     with console.status("linking entities across documents and building the vector index"):
         done = finalize(settings, collection)
-    summary.graph_nodes, summary.graph_edges = done.nodes, done.relationships
+    summary.graph_entities = done.entities
+    summary.graph_edges_written, summary.graph_edges_deleted = (
+        done.edges_written,
+        done.edges_deleted,
+    )
     summary.link_seconds = time.monotonic() - linking
     summary.link_steps = done.seconds
     if settings.graph.extractor is not None and settings.graph.extractor.startswith("file:"):
@@ -377,30 +382,23 @@ def _file_match_note(settings: Settings, collection: str) -> str:
     return file_match_note(settings.graph.extractor.removeprefix("file:"), texts)
 
 
-@dataclass(frozen=True, slots=True)
-class Finalized:
-    """What `finalize` leaves: the namespace's graph totals after it, and its seconds per step
-    (the entity layer's, then synonymy, facts, counts and the vector index)."""
-
-    nodes: int
-    relationships: int
-    seconds: dict[str, float]
-
-
 def finalize(
     settings: Settings,
     collection: str,
     *,
     rebuild: bool = False,
     progress: Callable[[str], None] | None = None,
-) -> Finalized:
+) -> LayerChange:
     """Corpus-wide steps after documents are written or deleted: the graph's entity layer from
     every stored chunk and synonymy for the names that changed (`graph.indexing`, in the process
     or actor that `graph.upkeep_host` names, `ingest/upkeep_host.py`), the facts
     collection from the extractions kept on chunks, and the vector index build. `rebuild`: the
     entity layer as a Ray job over shares of the corpus, every name relinked
-    (`ingest/corpus_rebuild.py`); `progress` hears which step runs."""
+    (`ingest/corpus_rebuild.py`); `progress` hears which step runs. Returns what changed in
+    the entity layer and the seconds per step (the upkeep's, then facts and the vector index).
+    """
     from rayweave.cluster.vectors.service import vector_store_for
+    from rayweave.graph.indexing import LayerChange
     from rayweave.graph.store import open_graph_store
     from rayweave.ingest.corpus_rebuild import rebuild_on_cluster
     from rayweave.ingest.upkeep_host import run_upkeep
@@ -409,26 +407,26 @@ def finalize(
     store = vector_store_for(settings, collection)
     if rebuild:
         with clock.step("rebuild"):
-            rebuild_on_cluster(settings, collection, progress=progress)
+            done = rebuild_on_cluster(settings, collection, progress=progress)
+        change = LayerChange(
+            entities=done.entities,
+            edges_written=done.edges_written,
+            edges_deleted=done.edges_deleted,
+        )
     else:
-        clock.add(run_upkeep(settings, collection, dense_dim=store.spec().dense_dim))
+        change = run_upkeep(settings, collection, dense_dim=store.spec().dense_dim)
+        clock.add(change.seconds)
     graph = open_graph_store(settings, namespace=collection)
     try:
         with clock.step("facts"):
             extractions = graph.chunk_extractions()
             if extractions or settings.graph.extractor is not None:
                 _sync_facts(settings, collection, extractions)
-        with clock.step("counts"):
-            counts = graph.counts()
     finally:
         graph.close()
     with clock.step("vector index"):
         store.optimize()
-    return Finalized(
-        nodes=sum(counts.nodes.values()),
-        relationships=sum(counts.relationships.values()),
-        seconds=clock.seconds,
-    )
+    return replace(change, seconds=clock.seconds)
 
 
 def with_maintenance(settings: Settings, mode: Literal["incremental", "full"]) -> Settings:

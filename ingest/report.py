@@ -87,8 +87,10 @@ class IngestSummary:
     documents_failed: int = 0
     chunks: int = 0
     vectors: int = 0
-    graph_nodes: int = 0  # totals in the namespace after the run
-    graph_edges: int = 0
+    # What the run changed in the entity layer (`rayweave graph stats` counts the totals).
+    graph_entities: int = 0  # entity rows written: new, or changed
+    graph_edges_written: int = 0
+    graph_edges_deleted: int = 0
     seconds: float = 0.0
     link_seconds: float = 0.0  # of `seconds`: the graph's upkeep after writing (`finalize`)
     link_steps: dict[str, float] = field(default_factory=dict)  # that upkeep's seconds per step
@@ -163,8 +165,9 @@ class IngestSummary:
             f"{self.documents_inserted} inserted, "
             f"{self.documents_updated} updated, {self.documents_skipped} unchanged, "
             f"{self.documents_failed} failed{not_ingested}",
-            f"chunks {self.chunks}, vectors {self.vectors}, graph nodes {self.graph_nodes}, "
-            f"graph edges {self.graph_edges}",
+            f"chunks {self.chunks}, vectors {self.vectors}; entity layer: "
+            f"{self.graph_entities} entities written, edges {self.graph_edges_written} "
+            f"written, {self.graph_edges_deleted} deleted",
             f"{self.seconds:.1f}s (linking {self.link_seconds:.1f}s): "
             f"{self.rate(self.documents_inserted + self.documents_updated):.1f} documents/s, "
             f"{self.rate(self.chunks):.1f} chunks/s",

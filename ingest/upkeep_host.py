@@ -23,7 +23,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
@@ -34,6 +34,9 @@ from rayweave.cluster.services.runtime import HEAD_NODE, connect
 from rayweave.cluster.settings import Settings
 from rayweave.graph.layer_memos import HeldMemos, MemoFiles, MemoKeeper
 
+if TYPE_CHECKING:
+    from rayweave.graph.indexing import LayerChange
+
 log = logging.getLogger(__name__)
 
 UPKEEP_ACTOR = "rayweave-upkeep"
@@ -43,17 +46,15 @@ _STATUS_TIMEOUT_S = 5.0  # the actor answers between upkeeps' steps; status must
 _PACKAGES = ("cluster", "ingest", "graph", "models")  # what an upkeep runs
 
 
-def run_upkeep(settings: Settings, collection: str, *, dense_dim: int) -> dict[str, float]:
+def run_upkeep(settings: Settings, collection: str, *, dense_dim: int) -> LayerChange:
     """The entity layer and synonymy brought up to the stored chunks, where `graph.upkeep_host`
-    says; returns the upkeep's seconds per step."""
+    says; returns what the upkeep changed and its seconds per step."""
     if settings.graph.upkeep_host == "actor":
         connect(settings)
         try:
             actor = _acquire_actor(settings)
-            seconds: dict[str, float] = ray.get(
-                actor.update.remote(settings, collection, dense_dim)
-            )
-            return seconds
+            change: LayerChange = ray.get(actor.update.remote(settings, collection, dense_dim))
+            return change
         except (RayActorError, ActorUnavailableError, GetTimeoutError) as exc:
             log.warning("the upkeep actor is unavailable (%s); running the upkeep here", exc)
     return upkeep(settings, collection, dense_dim=dense_dim, memos=memo_files(settings, collection))
@@ -84,8 +85,7 @@ def upkeep_status(settings: Settings) -> str:
         return "no upkeep actor (one starts with the next ingest or delete)"
     except (RayActorError, ActorUnavailableError, GetTimeoutError) as exc:
         return f"upkeep actor not answering ({type(exc).__name__})"
-    held = [Path(path).name.removesuffix(".pickle") for path in info["held"]]
-    what = ", ".join(held) if held else "none"
+    what = ", ".join(info["held"]) or "none"
     return (
         f"actor pid {info['pid']}, namespaces held: {what} "
         f"(each let go after {settings.graph.upkeep_idle_s:.0f}s idle)"
@@ -101,8 +101,8 @@ def memo_files(settings: Settings, collection: str) -> MemoFiles | None:
 
 def upkeep(
     settings: Settings, collection: str, *, dense_dim: int, memos: MemoKeeper | None
-) -> dict[str, float]:
-    """The upkeep in this process (`graph/indexing.py`); returns its seconds per step."""
+) -> LayerChange:
+    """The upkeep in this process (`graph/indexing.py`); returns what it changed."""
     from rayweave.graph.indexing import update_entity_layer
     from rayweave.graph.store import open_graph_store
     from rayweave.ingest.name_index import name_index
@@ -117,7 +117,7 @@ def upkeep(
         graph.close()
         if names is not None:
             names.store.close()
-    return update.seconds
+    return update.change()
 
 
 def code_fingerprint() -> str:
@@ -140,7 +140,8 @@ class UpkeepActor:
 
     def __init__(self) -> None:
         self._code = code_fingerprint()
-        self._held: dict[MemoFiles, IdleResource[HeldMemos]] = {}
+        # By namespace and files: one actor may serve several homes' namespaces of one name.
+        self._held: dict[tuple[str, MemoFiles], IdleResource[HeldMemos]] = {}
         self._lock = threading.Lock()
         self._calls = 0  # upkeeps under way
         self._stop = threading.Event()
@@ -148,26 +149,26 @@ class UpkeepActor:
 
     def describe(self) -> dict[str, Any]:
         with self._lock:
-            held = sorted(str(f.snapshot) for f, r in self._held.items() if r.is_open)
+            held = sorted({name for (name, _), r in self._held.items() if r.is_open})
         return {"pid": os.getpid(), "code": self._code, "held": held}
 
-    def update(self, settings: Settings, collection: str, dense_dim: int) -> dict[str, float]:
+    def update(self, settings: Settings, collection: str, dense_dim: int) -> LayerChange:
         files = memo_files(settings, collection)
         if files is None:
             return upkeep(settings, collection, dense_dim=dense_dim, memos=None)
         with self._lock:
-            resource = self._held.get(files)
+            resource = self._held.get((collection, files))
             if resource is None:
-                resource = self._held[files] = IdleResource(
+                resource = self._held[collection, files] = IdleResource(
                     lambda: HeldMemos(files), HeldMemos.release, idle_s=0.0
                 )
             resource.idle_s = settings.graph.upkeep_idle_s
             self._calls += 1
         try:
             with resource.use() as memos, gc_paused():
-                seconds = upkeep(settings, collection, dense_dim=dense_dim, memos=memos)
+                change = upkeep(settings, collection, dense_dim=dense_dim, memos=memos)
                 memos.write_behind(then=_settle_collector)  # while the caller finishes
-                return seconds
+                return change
         finally:
             with self._lock:
                 self._calls -= 1

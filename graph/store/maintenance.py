@@ -93,6 +93,11 @@ def prune_graph(
     try:
         before = target.counts()
         removed = target.prune(threshold, conversations_before=cutoff, dry_run=dry_run)
+        if not dry_run and (removed.entities or removed.topics):
+            # Orphans found over the whole namespace: their keys are not known here, and what
+            # follows the log (replicas, the upkeep's held names) must not keep them.
+            target.mark_all()
+            target.touch()
         after = before if dry_run else target.counts()
     finally:
         if own:

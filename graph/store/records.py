@@ -28,6 +28,20 @@ class GraphCounts:
     def rel(self, rel: RelType) -> int:
         return self.relationships.get(rel.value, 0)
 
+    def render(self, namespace: str) -> str:
+        """Totals, then each label and type with any, largest first."""
+
+        def each(counts: dict[str, int]) -> str:
+            ranked = sorted(((n, k) for k, n in counts.items() if n), reverse=True)
+            return ", ".join(f"{k} {n}" for n, k in ranked)
+
+        nodes, rels = sum(self.nodes.values()), sum(self.relationships.values())
+        return (
+            f"graph {namespace}: {nodes} nodes, {rels} relationships\n"
+            f"  nodes: {each(self.nodes) or 'none'}\n"
+            f"  relationships: {each(self.relationships) or 'none'}"
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WriteReport:

@@ -137,7 +137,9 @@ def test_ingest_serve_query_status_job_stop(cli_env: dict[str, str], tmp_path: P
     ingest = rayweave(cli_env, "ingest", str(SAMPLE_CORPUS))
     assert ingest.returncode == 0, ingest.stderr[-3000:]
     assert "inserted" in ingest.stdout
-    assert "graph nodes" in ingest.stdout
+    assert re.search(
+        r"entity layer: [1-9]\d* entities written, edges [1-9]\d* written", ingest.stdout
+    )
 
     again = rayweave(cli_env, "ingest", str(SAMPLE_CORPUS))
     assert again.returncode == 0
@@ -146,7 +148,14 @@ def test_ingest_serve_query_status_job_stop(cli_env: dict[str, str], tmp_path: P
 
     rebuilt = rayweave(cli_env, "graph", "rebuild")
     assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
-    assert re.search(r"graph rayweave: [1-9]\d* nodes, [1-9]\d* relationships", rebuilt.stdout)
+    assert re.search(
+        r"graph rayweave: [1-9]\d* entities written, edges [1-9]\d* written", rebuilt.stdout
+    )
+    stats = rayweave(cli_env, "graph", "stats")
+    assert stats.returncode == 0, stats.stderr[-3000:]
+    assert re.search(r"graph rayweave: [1-9]\d* nodes, [1-9]\d* relationships", stats.stdout)
+    assert re.search(r"nodes: .*Document [1-9]", stats.stdout)
+    assert re.search(r"relationships: .*MENTIONS [1-9]", stats.stdout)
 
     # Another user (no ~/.ray/auth_token) on the same ports: told whose head it is, no traceback.
     stranger = {**cli_env, "HOME": str(tmp_path / "stranger")}

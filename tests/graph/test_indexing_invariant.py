@@ -71,7 +71,7 @@ def test_random_updates_leave_the_graph_a_fresh_ingest_would_build(
     assert first.corpus.reread is None
     assert first.corpus.rematched == len(graph_store.chunks_and_mentions()[0])
     assert first.corpus.reused == 0
-    rematched = reused = kept_parts = partly_read = 0
+    rematched = reused = kept_parts = partly_read = names_followed = 0
     whole_relink = first.synonyms is not None and first.synonyms.full
     for step in range(8):
         change = random_change(rng, graph_store, live, step + 1)
@@ -93,6 +93,9 @@ def test_random_updates_leave_the_graph_a_fresh_ingest_would_build(
         assert update.synonyms is not None
         whole_relink = update.synonyms.full
         assert not update.synonyms.full
+        # Held, synonymy re-reads only the entities logged since (`graph/held_names.py`).
+        assert (update.synonyms.reread is not None) <= (keeper == "held")
+        names_followed += update.synonyms.reread is not None
         relinked += update.synonyms.relinked
         expected = fresh_snapshot(graph_store, tmp_path, f"fresh{step}", list(live.values()))
         got = graph_snapshot(graph_store)
@@ -120,6 +123,7 @@ def test_random_updates_leave_the_graph_a_fresh_ingest_would_build(
     assert reused > 0
     assert kept_parts > 0
     assert partly_read > 0 or keeper == "files"
+    assert names_followed > 0 or keeper == "files"
 
 
 def _titled(doc_id: str, title: str, text: str) -> GeneratedDoc:

@@ -163,3 +163,71 @@ def test_a_run_killed_midway_leaves_the_next_enough_to_redo(
     assert edges(graph_store) != all_pairs(graph_store, names.rule)
     update_synonyms(graph_store, names)
     assert edges(graph_store) == all_pairs(graph_store, names.rule)
+
+
+def remove_logged(graph: GraphStore, entity: str) -> None:
+    """As the product's deletes do: the node named in the change log."""
+    graph.mark([graph.key(entity)])
+    remove(graph, entity)
+    graph.touch()
+
+
+def test_a_held_copy_follows_the_log_and_links_as_a_whole_read(
+    graph_store: GraphStore, names: NameIndex
+) -> None:
+    add(graph_store, "Alpha", "Alpha Gamma", "Delta")
+    first = update_synonyms(graph_store, names)
+    assert first.reread is None  # nothing held: read whole
+    # It linked every name, which logs a full entry: the next one reads whole too.
+    assert first.full
+    second = update_synonyms(graph_store, names, first.held)
+    assert second.reread is None
+    held = second.held
+    steps = [
+        lambda: add(graph_store, "Alpha Beta"),
+        lambda: remove_logged(graph_store, "Alpha Beta"),
+        lambda: add(graph_store, "Alpha Zeta"),
+        lambda: remove_logged(graph_store, "Alpha"),
+        lambda: add(graph_store, "Alpha"),
+    ]
+    for step in steps:
+        step()
+        update = update_synonyms(graph_store, names, held)
+        # Only the nodes the log named since, and the synonymy's own writes, are read again.
+        assert update.reread is not None
+        assert update.reread <= 4
+        assert edges(graph_store) == all_pairs(graph_store, names.rule)
+        held = update.held
+    assert names.encode.seen == [  # type: ignore[attr-defined]
+        "Alpha",
+        "Alpha Gamma",
+        "Delta",
+        "Alpha Beta",
+        "Alpha Zeta",
+        "Alpha",  # it left the index when its entity went, as a whole read leaves it
+    ]
+    # A write that cannot name its nodes (a full entry): read whole again.
+    graph_store.mark_all()
+    graph_store.touch()
+    assert update_synonyms(graph_store, names, held).reread is None
+
+
+def test_a_held_copy_misses_what_the_log_does_not_name(
+    graph_store: GraphStore, names: NameIndex
+) -> None:
+    """Why every write of an entity must name it: the copy is only as true as the log."""
+    add(graph_store, "Alpha", "Alpha Beta", "Delta")
+    held = update_synonyms(graph_store, names).held
+    held = update_synonyms(graph_store, names, held).held  # past the first run's full entry
+    remove(graph_store, "Alpha Beta")  # not logged
+    add(graph_store, "Alpha Zeta")
+    update_synonyms(graph_store, names, held)
+    assert names.store.retrieve([_point_of("Alpha Beta")])  # still indexed: the copy holds it
+    update_synonyms(graph_store, names)  # read whole: the index follows the graph again
+    assert not names.store.retrieve([_point_of("Alpha Beta")])
+
+
+def _point_of(name: str) -> str:
+    from rayweave.graph.synonym_index import _point_id
+
+    return _point_id((name, name))

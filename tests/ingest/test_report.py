@@ -96,13 +96,16 @@ class TestReport:
             documents_skipped=4,
             chunks=30,
             vectors=60,
-            graph_nodes=7,
-            graph_edges=9,
+            graph_entities=7,
+            graph_edges_written=9,
+            graph_edges_deleted=2,
             seconds=3.0,
         )
         lines = s.render().splitlines()
         assert lines[0] == ("collection docs: 7 seen: 2 inserted, 1 updated, 4 unchanged, 0 failed")
-        assert lines[1] == "chunks 30, vectors 60, graph nodes 7, graph edges 9"
+        assert lines[1] == (
+            "chunks 30, vectors 60; entity layer: 7 entities written, edges 9 written, 2 deleted"
+        )
         assert lines[2] == "3.0s (linking 0.0s): 1.0 documents/s, 10.0 chunks/s"
         assert len(lines) == 3
 
