@@ -46,8 +46,7 @@ class EntityNames:
 def read_entity_names(graph: GraphStore, held: HeldNames | None, rule: str) -> EntityNames:
     """The entities as `held` and the nodes logged since give them when the log allows, else
     read whole."""
-    usable = held is not None and held.rule == rule and held.entities and held.at.stamp
-    if usable and held is not None:
+    if held is not None and held.rule == rule and held.entities and held.at.stamp:
         changes = graph.changes_since(held.at.version, stamp=held.at.stamp)
         if not changes.full:
             keys = sorted(changes.keys)

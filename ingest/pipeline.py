@@ -354,10 +354,8 @@ def run_ingest(
     with console.status("linking entities across documents and building the vector index"):
         done = finalize(settings, collection)
     summary.graph_entities = done.entities
-    summary.graph_edges_written, summary.graph_edges_deleted = (
-        done.edges_written,
-        done.edges_deleted,
-    )
+    summary.graph_edges_written = done.edges_written
+    summary.graph_edges_deleted = done.edges_deleted
     summary.link_seconds = time.monotonic() - linking
     summary.link_steps = done.seconds
     if settings.graph.extractor is not None and settings.graph.extractor.startswith("file:"):
