@@ -31,6 +31,7 @@ def build_graph(
     names_of: NamesOf | None = None,
     find: FindMatches | None = None,
     parts_of: PartsOf | None = None,
+    columns: bool = False,
 ) -> GraphBatch:
     """Entities, topics and every inferred edge for `chunks` (see module docstring), through the
     corpus pass's phases over one share (`graph/corpus_phases.py`).
@@ -40,7 +41,8 @@ def build_graph(
     (the corpus pass builds from every chunk and passes none); `extractions` is the optional LLM
     hook's output. `names_of` gives phase 1 (`graph/name_memo.py`), `find` the gazetteer
     matches (`graph/match_memo.py`), `parts_of` each document's phase 3 (`graph/edge_memo.py`;
-    a reused document's edges are left out).
+    a reused document's edges are left out); `columns`: co-occurrence's edges as the batch's
+    columns (`EdgeColumns`), for a sync that compares them with what is stored.
     Structure edges (CHUNK_OF/HAS_CHILD/NEXT) are written by `GraphStore.write_chunks` from the
     chunk fields and are not repeated here.
     """
@@ -52,4 +54,5 @@ def build_graph(
         names_of=names_of,
         find=find,
         parts_of=parts_of,
+        columns=columns,
     )

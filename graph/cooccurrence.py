@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from itertools import combinations
+from itertools import combinations, repeat
 from operator import itemgetter
 from typing import TypeVar
 
@@ -21,9 +21,17 @@ import numpy as np
 
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, Level, stable_id
-from rayweave.graph.edges import chunk_ref, entity_ref
+from rayweave.graph.edges import chunk_ref
 from rayweave.graph.names import is_informative, normalize_name
-from rayweave.graph.schema import EdgeRow, EdgeSource, NodeLabel, NodeRef, RelType, TopicRow
+from rayweave.graph.schema import (
+    EdgeColumns,
+    EdgeRow,
+    EdgeSource,
+    NodeLabel,
+    NodeRef,
+    RelType,
+    TopicRow,
+)
 
 _MAX_UNIT_ENTITIES = 64
 _Pair = TypeVar("_Pair")
@@ -122,19 +130,25 @@ def unit_entities(edges: Iterable[EdgeRow], units: Mapping[NodeRef, NodeRef]) ->
 
 
 def related_from_counts(counts: PairCounts, settings: GraphSettings) -> list[EdgeRow]:
+    """`related_edges` as rows."""
+    return related_edges(counts, settings).rows()
+
+
+def related_edges(counts: PairCounts, settings: GraphSettings) -> EdgeColumns:
     """RELATED_TO between entities that co-occur in at least `related_min_support` units with a
     normalised PMI of at least `related_min_npmi`; the strongest `related_max_per_entity` per
     entity.
 
-    Weight and confidence are the NPMI damped by support (count / (count + 1)); the NPMI itself
-    is not kept (nothing reads it, and 10k documents keep 250k of these edges). Each edge is
-    stored once, from the smaller id to the larger; traversals follow it both ways. Scored and
-    ordered as arrays of name ranks: 10k documents make 1.5M co-occurring pairs, over which a
-    loop of `npmi` calls and a sort of tuples took most of this step.
+    Weight and confidence are the NPMI damped by support (count / (count + 1)), below 1; the
+    NPMI itself is not kept (nothing reads it, and 10k documents keep 250k of these edges). Each
+    edge is stored once, from the smaller id to the larger; traversals follow it both ways.
+    Scored and ordered as arrays of name ranks: 10k documents make 1.5M co-occurring pairs, over
+    which a loop of `npmi` calls and a sort of tuples took most of this step. Handed on as
+    columns (`EdgeColumns`): an `EdgeRow` each took half of what was left.
     """
     total = corpus_scale(counts.sets)
     if total == 0:
-        return []
+        return _related_columns([], [], [], [])
     names = sorted(counts.df)  # a name's rank orders as the name does
     rank = {name: i for i, name in enumerate(names)}.__getitem__
     # Mapped in C (`map`, `fromiter`) over every pair: a generator per array took 0.7 s of the
@@ -152,25 +166,27 @@ def related_from_counts(counts: PairCounts, settings: GraphSettings) -> list[Edg
     strength = np.maximum(score, 0.0) * (joint / (joint + 1.0))
     order = np.lexsort((b, a, -strength))  # strongest first, ties by the names
     kept = order[_capped(a[order].tolist(), b[order].tolist(), settings.related_max_per_entity)]
-    ref = {i: entity_ref(names[i]) for i in np.unique(np.concatenate((a[kept], b[kept]))).tolist()}
-    return [
-        EdgeRow(
-            rel=RelType.RELATED_TO,
-            src=ref[i],
-            dst=ref[j],
-            weight=round(s, 6),
-            confidence=round(min(1.0, s), 6),
-            source=EdgeSource.COOCCURRENCE,
-            count=int(n),
-        )
-        for i, j, s, n in zip(
-            a[kept].tolist(),
-            b[kept].tolist(),
-            strength[kept].tolist(),
-            joint[kept].tolist(),
-            strict=True,
-        )
-    ]
+    name = names.__getitem__
+    return _related_columns(
+        list(map(name, a[kept].tolist())),
+        list(map(name, b[kept].tolist())),
+        list(map(round, strength[kept].tolist(), repeat(6))),  # as `EdgeAccumulator` stores
+        joint[kept].astype(np.int64).tolist(),
+    )
+
+
+def _related_columns(
+    src: list[str], dst: list[str], strength: list[float], count: list[int]
+) -> EdgeColumns:
+    return EdgeColumns(
+        rel=RelType.RELATED_TO,
+        source=EdgeSource.COOCCURRENCE,
+        src=src,
+        dst=dst,
+        weight=strength,
+        confidence=strength,  # below 1, so the same
+        count=count,
+    )
 
 
 def _capped(a: list[int], b: list[int], cap: int) -> list[int]:

@@ -23,8 +23,10 @@ over many, on many workers. Both give the same layer, because every merge is ord
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol, TypeVar
@@ -36,7 +38,7 @@ from rayweave.graph.cooccurrence import (
     PairCounts,
     chunk_units,
     document_keywords,
-    related_from_counts,
+    related_edges,
     topics_from_counts,
 )
 from rayweave.graph.document_edges import (
@@ -67,8 +69,19 @@ from rayweave.graph.mentions import (
     generic_from_counts,
     unit_frequencies,
 )
-from rayweave.graph.schema import EdgeRow, EntityRow, GraphBatch, NodeLabel, NodeRef, TopicRow
+from rayweave.graph.schema import (
+    EdgeColumns,
+    EdgeRow,
+    EntityRow,
+    GraphBatch,
+    NodeLabel,
+    NodeRef,
+    RelType,
+    TopicRow,
+)
 from rayweave.graph.share import Found, Kept, Share, by_document
+
+_V = TypeVar("_V")
 
 # 1. Names ----------------------------------------------------------------------------------
 
@@ -291,25 +304,70 @@ def share_edges(
 # 4. Edges across shares --------------------------------------------------------------------
 
 
-def corpus_edges(
-    cross: CrossTally, lex: Lexicon, ctx: Context
-) -> tuple[list[EdgeRow], list[TopicRow], list[EntityRow]]:
+@dataclass(frozen=True, slots=True)
+class CorpusEdges:
+    edges: list[EdgeRow]  # but co-occurrence's
+    related: EdgeColumns  # RELATED_TO by co-occurrence, none repeating a pair of `edges`
+    topics: list[TopicRow]
+    entities: list[EntityRow]  # those any edge of the corpus uses
+
+
+def corpus_layer(cross: CrossTally, lex: Lexicon, ctx: Context) -> CorpusEdges:
     """Edges between entities (an extractor's statements, co-occurrence, sentences), topics with
     their documents, and the entity rows that any edge of the corpus uses."""
     cfg = ctx.settings
     acc = EdgeAccumulator()
     add_statements(acc, cross.statements)
+    related = related_edges(cross.units, cfg)
+    said = {(s.id, d.id) for rel, s, d in acc.rows if rel is RelType.RELATED_TO}
+    if said:  # a pair a statement names too merges with it, as a row
+        related, rows = _split(related, said)
+        for e in rows:
+            acc.add_row(e)
     keywords = PairCounts(sets=ctx.keywords.sets, df=ctx.keywords.df, joint=cross.keyword_pairs)
     topics, belongs = topics_from_counts(keywords, ctx.surfaces, cross.doc_keywords, cfg)
-    for e in (*related_from_counts(cross.units, cfg), *belongs):
+    for e in belongs:
         acc.add_row(e)
     if cfg.sentence_links:
         for e in comention_edges(cross.support, ctx.chunk_df):
             acc.rows[(e.rel, e.src, e.dst)] = e  # one rule makes these, one edge per pair
     edges = list(acc.rows.values())
-    wanted = set(cross.entities)
+    wanted = set(cross.entities) | set(related.src) | set(related.dst)
     wanted |= {ref.id for e in edges for ref in (e.src, e.dst) if ref.label is NodeLabel.ENTITY}
-    return edges, topics, [r for r in lex.rows if r.id in wanted]
+    entities = [r for r in lex.rows if r.id in wanted]
+    return CorpusEdges(edges=edges, related=related, topics=topics, entities=entities)
+
+
+def _split(
+    cols: EdgeColumns, pairs: AbstractSet[tuple[str, str]]
+) -> tuple[EdgeColumns, list[EdgeRow]]:
+    """`cols` without `pairs`, and those as rows."""
+    apart = [i for i, pair in enumerate(zip(cols.src, cols.dst, strict=True)) if pair in pairs]
+    if not apart:
+        return cols, []
+    gone = set(apart)
+
+    def rest(values: Sequence[_V]) -> list[_V]:
+        return [v for i, v in enumerate(values) if i not in gone]
+
+    rows = cols.rows()
+    kept = dataclasses.replace(
+        cols,
+        src=rest(cols.src),
+        dst=rest(cols.dst),
+        weight=rest(cols.weight),
+        confidence=rest(cols.confidence),
+        count=rest(cols.count),
+    )
+    return kept, [rows[i] for i in apart]
+
+
+def corpus_edges(
+    cross: CrossTally, lex: Lexicon, ctx: Context
+) -> tuple[list[EdgeRow], list[TopicRow], list[EntityRow]]:
+    """`corpus_layer` with every edge as a row."""
+    layer = corpus_layer(cross, lex, ctx)
+    return [*layer.edges, *layer.related.rows()], layer.topics, layer.entities
 
 
 def build_in_one(
@@ -320,17 +378,24 @@ def build_in_one(
     names_of: NamesOf | None = None,
     find: FindMatches | None = None,
     parts_of: PartsOf | None = None,
+    columns: bool = False,
 ) -> GraphBatch:
     """Every phase over one share, the gazetteer pass run once (`names_of`: phase 1, default
     `tally_names_and_kept`; `find`: the gazetteer pass, default `Lexicon.found`; `parts_of`:
-    see `share_edges`)."""
+    see `share_edges`; `columns`: co-occurrence's edges as the batch's columns)."""
     names, kept = (names_of or tally_names_and_kept)(share)
     lex = lexicon(names, settings, known=known)
     found = (find or Lexicon.found)(lex, share.chunks)
     ctx = context(names, tally_matches(share, lex, found), settings)
     part = share_edges(share, lex, ctx, found, kept, parts_of=parts_of)
-    edges, topics, entities = corpus_edges(part.cross, lex, ctx)
-    return GraphBatch(entities=tuple(entities), topics=tuple(topics), edges=(*part.edges, *edges))
+    layer = corpus_layer(part.cross, lex, ctx)
+    related = (layer.related,) if columns else ()
+    return GraphBatch(
+        entities=tuple(layer.entities),
+        topics=tuple(layer.topics),
+        edges=(*part.edges, *layer.edges, *(() if columns else layer.related.rows())),
+        columns=related,
+    )
 
 
 class _Tally(Protocol):

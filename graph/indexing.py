@@ -132,6 +132,7 @@ def rebuild_corpus_edges(
             names_of=names,
             find=memo,
             parts_of=reuse,
+            columns=stored is not None,  # compared with it, not written whole
         )
     with clock.step("write"):
         # Edges are written only between nodes that exist: topics first, as entities.
@@ -140,7 +141,7 @@ def rebuild_corpus_edges(
         if stored is None:
             entities = store.write_entities(batch.entities, mode="replace")
             run = uuid.uuid4().hex
-            written = store.write_edges(batch.edges, mode="replace", run=run)
+            written = store.write_edges(batch.edge_rows(), mode="replace", run=run)
             gone = store.delete_stale(run, CORPUS_SOURCES)
             edges = EdgeSync(edges_written=written, edges_deleted=gone, edges_unchanged=0)
         else:
@@ -152,6 +153,7 @@ def rebuild_corpus_edges(
                 stored=stored.view,
                 keep_view="snapshot" in kept,
                 standing=set().union(*(doc_keys[d] for d in reuse.reused)) if reuse else set(),
+                columns=batch.columns,
             )
     with clock.step("clean up"):
         store.delete_topics_except(batch.topics)

@@ -22,7 +22,7 @@ ever come from the enums here; values only ever travel as query parameters.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TypeAlias
@@ -243,19 +243,77 @@ class EdgeRow:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class EdgeColumns:
+    """Edges of one type and rule between entities, as columns of their ends and values: how
+    the corpus pass hands its co-occurrence edges (250k at 10k documents, most of them as
+    stored) to the sync, which compares them with the stored ones without an `EdgeRow` each
+    (`GraphLayerSync.sync_edges`). Checked once here, as `EdgeRow` checks each; the values
+    are final (at most 1, six decimals, as `EdgeAccumulator` stores them), the pairs distinct."""
+
+    rel: RelType
+    source: EdgeSource
+    src: Sequence[str]  # entity ids
+    dst: Sequence[str]
+    weight: Sequence[float]
+    confidence: Sequence[float]
+    count: Sequence[int]
+
+    def __post_init__(self) -> None:
+        if (self.rel, NodeLabel.ENTITY, NodeLabel.ENTITY) not in _LINKS:
+            raise ValueError(f"{self.rel} cannot link entities")
+        size = len(self.src)
+        if any(len(c) != size for c in (self.dst, self.weight, self.confidence, self.count)):
+            raise ValueError("edge columns differ in length")
+        if size and not (min(self.confidence) >= 0.0 and max(self.confidence) <= 1.0):
+            raise ValueError("edge confidences must lie in [0, 1]")
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def rows(self) -> list[EdgeRow]:
+        ref: dict[str, NodeRef] = {}
+        for eid in (*self.src, *self.dst):
+            if eid not in ref:
+                ref[eid] = NodeRef(NodeLabel.ENTITY, eid)
+        cols = zip(self.src, self.dst, self.weight, self.confidence, self.count, strict=True)
+        return [
+            EdgeRow(
+                rel=self.rel,
+                src=ref[s],
+                dst=ref[d],
+                weight=w,
+                confidence=c,
+                source=self.source,
+                count=n,
+            )
+            for s, d, w, c, n in cols
+        ]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GraphBatch:
-    """What the builders produce and `GraphStore.write_batch` writes."""
+    """What the builders produce and `GraphStore.write_batch` writes. `columns`: edges handed
+    over as columns (a corpus pass that syncs from a snapshot asks for them), none repeating
+    a pair of `edges`."""
 
     entities: tuple[EntityRow, ...] = ()
     topics: tuple[TopicRow, ...] = ()
     edges: tuple[EdgeRow, ...] = ()
+    columns: tuple[EdgeColumns, ...] = ()
 
     def __add__(self, other: GraphBatch) -> GraphBatch:
         return GraphBatch(
             entities=self.entities + other.entities,
             topics=self.topics + other.topics,
             edges=self.edges + other.edges,
+            columns=self.columns + other.columns,
         )
+
+    def edge_rows(self) -> tuple[EdgeRow, ...]:
+        """Every edge as a row, the columns' too."""
+        if not self.columns:
+            return self.edges
+        return (*self.edges, *(e for c in self.columns for e in c.rows()))
 
 
 def schema_statements() -> list[str]:

@@ -56,7 +56,7 @@ def group_edges(edges: Sequence[EdgeRow], key: Callable[[str], str]) -> _EdgeGro
     """Edge rows by (type, end labels), one per pair of ends: the most confident, then the
     heaviest, of the duplicates a batch carries."""
     groups: _EdgeGroups = defaultdict(dict)
-    keys = _KeyCache(key)  # a corpus pass names each entity in hundreds of edges
+    keys = KeyCache(key)  # a corpus pass names each entity in hundreds of edges
     for e in edges:
         row: dict[str, Any] = {
             "s": keys[e.src.id],
@@ -74,7 +74,7 @@ def group_edges(edges: Sequence[EdgeRow], key: Callable[[str], str]) -> _EdgeGro
     return groups
 
 
-class _KeyCache(dict[str, str]):
+class KeyCache(dict[str, str]):
     """Node id -> store key, each computed once."""
 
     def __init__(self, key: Callable[[str], str]) -> None:
@@ -162,9 +162,10 @@ class GraphWrites(StoreConnection):
         """Entities and topics first, then the edges between them and already-written chunks."""
         entities = self.write_entities(batch.entities) if batch.entities else 0
         topics = self.write_topics(batch.topics) if batch.topics else 0
-        edges = self.write_edges(batch.edges, mode=mode) if batch.edges else 0
+        rows = batch.edge_rows()
+        edges = self.write_edges(rows, mode=mode) if rows else 0
         self.touch()
-        distinct = len({(e.rel, e.src, e.dst) for e in batch.edges})
+        distinct = len({(e.rel, e.src, e.dst) for e in rows})
         return WriteReport(
             entities=entities, topics=topics, edges=edges, skipped_edges=distinct - edges
         )

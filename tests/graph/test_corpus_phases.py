@@ -4,6 +4,7 @@ phases is order-free, so the cluster rebuild (many shares, many workers) builds 
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Any
 
@@ -14,7 +15,7 @@ from rayweave.cluster.types import Chunk, ContentType, Level
 from rayweave.graph.builders import build_graph
 from rayweave.graph.corpus_phases import build_in_shares
 from rayweave.graph.extraction import Extraction, Statement
-from rayweave.graph.schema import GraphBatch
+from rayweave.graph.schema import GraphBatch, RelType
 from rayweave.graph.share import Share
 
 from .generated_corpus import GeneratedDoc, generate
@@ -102,3 +103,21 @@ def test_a_share_order_does_not_change_the_layer() -> None:
     assert canonical(build_in_shares(shares, settings)) == canonical(
         build_in_shares(shares[::-1], settings)
     )
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_co_occurrence_as_columns_is_the_same_layer(seed: int) -> None:
+    # Statements name some co-occurring pairs too: those merge with them as rows, as before.
+    settings = GraphSettings(topic_min_npmi=0.0)
+    docs, extractions = corpus(seed)
+    chunks = sorted((c for g in docs for c in g.chunks), key=lambda c: c.id)
+    mentions = {cid: m for g in docs for cid, m in g.mentions.items()}
+    rows = build_graph(chunks, mentions, extractions=extractions, settings=settings)
+    cols = build_graph(chunks, mentions, extractions=extractions, settings=settings, columns=True)
+    assert not rows.columns
+    assert len(cols.columns[0]) > 20
+    merged = [e for e in cols.edges if e.rel is RelType.RELATED_TO and e.count >= 2]
+    assert merged
+    assert all("predicate" in e.props for e in merged)
+    as_rows = dataclasses.replace(cols, edges=cols.edge_rows(), columns=())
+    assert canonical(as_rows) == canonical(rows)

@@ -159,3 +159,35 @@ class TestDdl:
         assert len(names) == len(set(names))
         assert len(statements) == 2 * len(gs.NodeLabel) + 4  # + the change log's index
         assert gs.schema_statements() == statements
+
+
+class TestEdgeColumns:
+    def columns(self, rel: gs.RelType = gs.RelType.RELATED_TO, **kw: object) -> gs.EdgeColumns:
+        values: dict[str, object] = {
+            "src": ["a", "a"],
+            "dst": ["b", "c"],
+            "weight": [0.5, 0.25],
+            "confidence": [0.5, 0.25],
+            "count": [3, 2],
+        }
+        values.update(kw)
+        return gs.EdgeColumns(rel=rel, source=gs.EdgeSource.COOCCURRENCE, **values)  # type: ignore[arg-type]
+
+    def test_rows_are_the_edges_the_columns_hold(self) -> None:
+        a, b, c = (gs.NodeRef(gs.NodeLabel.ENTITY, x) for x in "abc")
+        made = {"source": gs.EdgeSource.COOCCURRENCE, "rel": gs.RelType.RELATED_TO}
+        assert self.columns().rows() == [
+            gs.EdgeRow(src=a, dst=b, weight=0.5, confidence=0.5, count=3, **made),  # type: ignore[arg-type]
+            gs.EdgeRow(src=a, dst=c, weight=0.25, confidence=0.25, count=2, **made),  # type: ignore[arg-type]
+        ]
+        batch = gs.GraphBatch(columns=(self.columns(),))
+        assert len(batch.edge_rows()) == 2
+        assert not batch.edges
+
+    def test_checked_once_as_each_row_would_be(self) -> None:
+        with pytest.raises(ValueError, match="cannot link entities"):
+            self.columns(gs.RelType.MENTIONS)
+        with pytest.raises(ValueError, match="length"):
+            self.columns(count=[1])
+        with pytest.raises(ValueError, match="confidences"):
+            self.columns(confidence=[0.5, 1.5])

@@ -6,7 +6,14 @@ import dataclasses
 
 import pytest
 
-from rayweave.graph.schema import CORPUS_SOURCES, GraphBatch, NodeLabel, RelType
+from rayweave.graph.schema import (
+    CORPUS_SOURCES,
+    EdgeColumns,
+    EdgeSource,
+    GraphBatch,
+    NodeLabel,
+    RelType,
+)
 from rayweave.graph.store import GraphStore
 
 from .store_samples import entity, two_doc_edges, write_two_docs
@@ -71,3 +78,47 @@ def test_sync_writes_what_changed_deletes_what_went_and_ignores_extra_stored_pro
 
     again = graph_store.sync_edges(edges, CORPUS_SOURCES, stored=sync.view)
     assert (again.edges_written, again.edges_deleted, again.edges_unchanged) == (0, 0, 5)
+
+
+def _columns(pairs: list[tuple[str, str, float, int]]) -> EdgeColumns:
+    return EdgeColumns(
+        rel=RelType.RELATED_TO,
+        source=EdgeSource.COOCCURRENCE,
+        src=[p[0] for p in pairs],
+        dst=[p[1] for p in pairs],
+        weight=[p[2] for p in pairs],
+        confidence=[p[2] for p in pairs],
+        count=[p[3] for p in pairs],
+    )
+
+
+def test_columns_sync_as_their_rows_do(graph_store: GraphStore) -> None:
+    write_two_docs(graph_store)
+    graph_store.write_entities([entity("third", "Third Thing")])
+    rows = [e for e in two_doc_edges() if e.rel is not RelType.RELATED_TO]
+    before = _columns([("shared", "lonely", 0.4, 1)])  # as `two_doc_edges` stored it
+    same = graph_store.sync_edges(rows, CORPUS_SOURCES, columns=[before])
+    assert (same.edges_written, same.edges_deleted, same.edges_unchanged) == (0, 0, 6)
+
+    # One weight moved and a pair came; then the first pair went.
+    after = _columns([("shared", "lonely", 0.5, 2), ("shared", "third", 0.3, 3)])
+    by_columns = graph_store.sync_edges(rows, CORPUS_SOURCES, columns=[after], keep_view=True)
+    assert (by_columns.edges_written, by_columns.edges_unchanged) == (2, 5)
+    assert by_columns.entity_ends == {graph_store.key(e) for e in ("lonely", "shared", "third")}
+    related = graph_store.read(
+        "MATCH (a:Entity {ns: $ns})-[r:RELATED_TO]->(b) "
+        "RETURN a.id AS a, b.id AS b, r.weight AS w, r.count AS n ORDER BY a, b"
+    )
+    assert [(r["a"], r["b"], r["w"], r["n"]) for r in related] == [
+        ("shared", "lonely", 0.5, 2),
+        ("shared", "third", 0.3, 3),
+    ]
+    # The view it keeps is the one the same edges as rows give.
+    by_rows = graph_store.sync_edges([*rows, *after.rows()], CORPUS_SOURCES, keep_view=True)
+    assert by_rows.edges_unchanged == 7
+    assert by_columns.view == by_rows.view
+
+    last = _columns([("shared", "third", 0.3, 3)])
+    gone = graph_store.sync_edges(rows, CORPUS_SOURCES, columns=[last], stored=by_rows.view)
+    assert (gone.edges_written, gone.edges_deleted, gone.edges_unchanged) == (0, 1, 6)
+    assert graph_store.counts().rel(RelType.RELATED_TO) == 1
