@@ -35,6 +35,7 @@ from rayweave.graph.schema import (
 
 _MAX_UNIT_ENTITIES = 64
 _Pair = TypeVar("_Pair")
+_Key = TypeVar("_Key", str, tuple[str, str])
 
 
 def corpus_scale(count: int) -> float:
@@ -84,6 +85,30 @@ class PairCounts:
         self.sets += other.sets
         self.df.update(other.df)
         self.joint.update(other.joint)
+
+    def count(self, sets: Sequence[AbstractSet[str]]) -> None:
+        """`count_sets` and `count_pairs`."""
+        self.count_sets(sets)
+        self.count_pairs(sets)
+
+    def uncount(self, sets: Iterable[AbstractSet[str]]) -> None:
+        """Take back what `count` counted of these sets: the counts of the other sets remain,
+        with no name or pair left at 0 (as if these had never been counted)."""
+        for names in sets:
+            self.sets -= 1
+            _take(self.df, names)
+            _take(self.joint, combinations(sorted(names), 2))
+
+
+def _take(counts: Counter[_Key], keys: Iterable[_Key]) -> None:
+    for key in keys:
+        left = counts[key] - 1
+        if left > 0:
+            counts[key] = left
+        elif left == 0:
+            del counts[key]
+        else:
+            raise ValueError(f"{key!r} taken back more often than it was counted")
 
 
 def chunk_units(

@@ -260,18 +260,29 @@ def facts(lex: Lexicon, ctx: Context) -> Facts:
 
 
 @dataclass(frozen=True, slots=True)
+class Parts:
+    """The documents' phase 3; `units`: their units' co-occurrence counts, when whoever made
+    the parts has them without counting every document (`graph/edge_memo.py`)."""
+
+    parts: list[DocumentPart]
+    units: PairCounts | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ShareEdges:
     edges: list[EdgeRow]  # every edge from the share's chunks and documents, final
     cross: CrossTally
 
 
-PartsOf = Callable[[Share, Facts, Found, Kept], list[DocumentPart]]
+PartsOf = Callable[[Share, Facts, Found, Kept], Parts]
 """How a pass gets its documents' phase 3 parts: `document_parts`, or a memo of an earlier
 pass's (`graph/edge_memo.py`)."""
 
 
-def document_parts(share: Share, facts: Facts, found: Found, kept: Kept) -> list[DocumentPart]:
-    return [document_part(d, one, facts, found, own) for d, one, own in by_document(share, kept)]
+def document_parts(share: Share, facts: Facts, found: Found, kept: Kept) -> Parts:
+    return Parts(
+        [document_part(d, one, facts, found, own) for d, one, own in by_document(share, kept)]
+    )
 
 
 def share_edges(
@@ -293,11 +304,11 @@ def share_edges(
         kept = Kept(
             names=_names(EntityResolver(), share), doc_keywords=document_keywords(chunks)[0]
         )
-    parts = (parts_of or document_parts)(share, facts(lex, ctx), found, kept)
-    tallies = (p.tally for p in parts)
+    made = (parts_of or document_parts)(share, facts(lex, ctx), found, kept)
+    tallies = (p.tally for p in made.parts)
     return ShareEdges(
-        edges=[e for p in parts for e in p.edges],
-        cross=cross_tally(tallies, ctx.chunk_df, ctx.settings),
+        edges=[e for p in made.parts for e in p.edges],
+        cross=cross_tally(tallies, ctx.chunk_df, ctx.settings, units=made.units),
     )
 
 

@@ -152,15 +152,19 @@ class CrossTally:
 
 
 def cross_tally(
-    tallies: Iterable[DocumentTally], chunk_df: Mapping[str, int], settings: GraphSettings
+    tallies: Iterable[DocumentTally],
+    chunk_df: Mapping[str, int],
+    settings: GraphSettings,
+    *,
+    units: PairCounts | None = None,
 ) -> CrossTally:
     """The documents' contributions counted (`chunk_df`: the corpus's chunks naming each
-    entity, for sentence rarity)."""
-    cross = CrossTally()
+    entity, for sentence rarity; `units`: their units' co-occurrence, when already counted)."""
+    cross = CrossTally() if units is None else CrossTally(units=units)
     sentences: list[Mapping[str, float]] = []
     for t in tallies:
-        cross.units.count_sets(t.units)
-        cross.units.count_pairs(t.units)
+        if units is None:
+            cross.units.count(t.units)
         sentences += t.sentences
         if t.keywords:
             cross.doc_keywords[t.doc_id] = set(t.keywords)

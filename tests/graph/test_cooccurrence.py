@@ -113,3 +113,18 @@ def test_related_arrays_equal_the_rule_spelled_out(seed: int) -> None:
     assert got == _related_by_the_rule(counts, settings)
     assert len(got) > 20
     assert max(Counter(e for r in got for e in (r.src.id, r.dst.id)).values()) == 3
+
+
+def test_uncounted_sets_leave_the_counts_of_the_others() -> None:
+    kept = [{"a", "b", "c"}, {"a", "b"}]
+    gone = [{"a", "b"}, {"c", "d"}]
+    counts = PairCounts()
+    counts.count([*kept, *gone])
+    counts.uncount(gone)
+    alone = PairCounts()
+    alone.count(kept)
+    assert counts == alone
+    assert "d" not in counts.df
+    assert ("c", "d") not in counts.joint
+    with pytest.raises(ValueError, match="taken back"):
+        counts.uncount([{"c", "d"}])

@@ -18,6 +18,7 @@ import pytest
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, Entity, Level
 from rayweave.graph.builders import build_graph
+from rayweave.graph.cooccurrence import PairCounts
 from rayweave.graph.edge_memo import (
     EdgeMemo,
     MemoizedParts,
@@ -87,6 +88,18 @@ def check_equals_fresh(up: Upkeep, batch: GraphBatch, chunks: list[Chunk], menti
     assert batch.topics == fresh.topics
 
 
+def check_units_counted_anew(up: Upkeep) -> None:
+    """The units' counts carried from pass to pass are those of counting every document."""
+    assert up.parts is not None
+    (held,) = up.parts.units
+    fresh = PairCounts()
+    for entry in up.parts.documents.values():
+        fresh.count(entry.tally.units)
+    assert held == fresh
+    assert 0 not in held.df.values()
+    assert 0 not in held.joint.values()
+
+
 def page(doc_id: str, text: str, **fields: object) -> Chunk:
     return Chunk(id=f"{doc_id}-s0", doc_id=doc_id, level=Level.SECTION, text=text, **fields)  # type: ignore[arg-type]
 
@@ -95,8 +108,12 @@ def test_an_unchanged_corpus_reuses_every_document_and_a_fresh_memo_none() -> No
     up = Upkeep(GraphSettings())
     chunks = [page("A", "Quartz clocks keep time."), page("B", "Pendulum clocks swing.")]
     assert up.run(chunks, {})[1] == set()
+    first = up.parts
+    assert first is not None
+    assert len(first.units) == 1
     batch, reused = up.run(chunks, {})
     assert reused == {"A", "B"}
+    assert not first.units  # the next pass took them: none is left to be taken twice
     assert not [e for e in batch.edges if _own(e)]  # the store holds them already
     check_equals_fresh(up, batch, chunks, {})
 
@@ -156,6 +173,7 @@ def test_random_changes_give_what_a_fresh_build_gives(seed: int, sentence_links:
         batch, reused = up.run(chunks, mentions)
         reused_total += len(reused)
         check_equals_fresh(up, batch, chunks, mentions)
+        check_units_counted_anew(up)
         op = rng.choice(["add", "edit", "delete", "keywords"]) if len(live) > 4 else "add"
         doc_id = f"D{100 + step}" if op == "add" else rng.choice(sorted(live))
         if op == "delete":
