@@ -154,11 +154,6 @@ def unit_entities(edges: Iterable[EdgeRow], units: Mapping[NodeRef, NodeRef]) ->
     return out
 
 
-def related_from_counts(counts: PairCounts, settings: GraphSettings) -> list[EdgeRow]:
-    """`related_edges` as rows."""
-    return related_edges(counts, settings).rows()
-
-
 def related_edges(counts: PairCounts, settings: GraphSettings) -> EdgeColumns:
     """RELATED_TO between entities that co-occur in at least `related_min_support` units with a
     normalised PMI of at least `related_min_npmi`; the strongest `related_max_per_entity` per

@@ -363,20 +363,22 @@ def _split(
     if not apart:
         return cols, []
     gone = set(apart)
+    kept = [i for i in range(len(cols)) if i not in gone]
+    return _select(cols, kept), _select(cols, apart).rows()
 
-    def rest(values: Sequence[_V]) -> list[_V]:
-        return [v for i, v in enumerate(values) if i not in gone]
 
-    rows = cols.rows()
-    kept = dataclasses.replace(
+def _select(cols: EdgeColumns, at: Sequence[int]) -> EdgeColumns:
+    def pick(values: Sequence[_V]) -> list[_V]:
+        return [values[i] for i in at]
+
+    return dataclasses.replace(
         cols,
-        src=rest(cols.src),
-        dst=rest(cols.dst),
-        weight=rest(cols.weight),
-        confidence=rest(cols.confidence),
-        count=rest(cols.count),
+        src=pick(cols.src),
+        dst=pick(cols.dst),
+        weight=pick(cols.weight),
+        confidence=pick(cols.confidence),
+        count=pick(cols.count),
     )
-    return kept, [rows[i] for i in apart]
 
 
 def corpus_edges(

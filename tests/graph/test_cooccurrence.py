@@ -14,7 +14,7 @@ from rayweave.graph.cooccurrence import (
     PairCounts,
     corpus_scale,
     npmi,
-    related_from_counts,
+    related_edges,
     strongest_per_entity,
 )
 from rayweave.graph.edges import entity_ref
@@ -25,11 +25,11 @@ def sec(cid: str, doc: str, text: str, **kw: object) -> Chunk:
     return Chunk(id=cid, doc_id=doc, level=Level.SECTION, text=text, **kw)  # type: ignore[arg-type]
 
 
-def related_edges(units: list[set[str]], settings: GraphSettings) -> list[EdgeRow]:
+def related_rows(units: list[set[str]], settings: GraphSettings) -> list[EdgeRow]:
     counts = PairCounts()
     counts.count_sets(units)
     counts.count_pairs(units)
-    return related_from_counts(counts, settings)
+    return related_edges(counts, settings).rows()
 
 
 class TestRelatedAndTopics:
@@ -41,17 +41,17 @@ class TestRelatedAndTopics:
 
     def test_related_needs_support_and_pmi(self) -> None:
         units = [{"a", "b"}, {"a", "b"}, {"a", "c"}, {"d"}, {"e"}, {"f", "c"}]
-        got = related_edges(units, GraphSettings(related_min_support=2, related_min_npmi=0.1))
+        got = related_rows(units, GraphSettings(related_min_support=2, related_min_npmi=0.1))
         assert [(e.src.id, e.dst.id) for e in got] == [("a", "b")]
         (ab,) = got
         assert ab.source is EdgeSource.COOCCURRENCE
         assert ab.count == 2
         assert 0 < ab.confidence <= 1
-        assert related_edges(units, GraphSettings(related_min_support=3)) == []
+        assert related_rows(units, GraphSettings(related_min_support=3)) == []
 
     def test_related_caps_edges_per_entity(self) -> None:
         units = [{"hub", f"x{i}"} for i in range(5) for _ in range(2)] + [{"pad"}] * 20
-        got = related_edges(units, GraphSettings(related_max_per_entity=2, related_min_npmi=0.0))
+        got = related_rows(units, GraphSettings(related_max_per_entity=2, related_min_npmi=0.0))
         assert sum("hub" in (e.src.id, e.dst.id) for e in got) == 2
 
     def test_topics_cluster_keywords_and_documents_belong(self) -> None:
@@ -75,7 +75,7 @@ class TestRelatedAndTopics:
 
 
 def _related_by_the_rule(counts: PairCounts, settings: GraphSettings) -> list[EdgeRow]:
-    """`related_from_counts` spelled out pair by pair: `npmi` per pair, one sort of tuples."""
+    """`related_edges` spelled out pair by pair: `npmi` per pair, one sort of tuples."""
     total = corpus_scale(counts.sets)
     scored = []
     for (a, b), n in counts.joint.items():
@@ -109,7 +109,7 @@ def test_related_arrays_equal_the_rule_spelled_out(seed: int) -> None:
     counts.count_sets(units)
     counts.count_pairs(units)
     settings = GraphSettings(related_min_support=2, related_min_npmi=0.0, related_max_per_entity=3)
-    got = related_from_counts(counts, settings)
+    got = related_edges(counts, settings).rows()
     assert got == _related_by_the_rule(counts, settings)
     assert len(got) > 20
     assert max(Counter(e for r in got for e in (r.src.id, r.dst.id)).values()) == 3
