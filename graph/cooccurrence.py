@@ -32,10 +32,10 @@ from rayweave.graph.schema import (
     RelType,
     TopicRow,
 )
+from rayweave.graph.tallies import take, take_each
 
 _MAX_UNIT_ENTITIES = 64
 _Pair = TypeVar("_Pair")
-_Key = TypeVar("_Key", str, tuple[str, str])
 
 
 def corpus_scale(count: int) -> float:
@@ -96,19 +96,14 @@ class PairCounts:
         with no name or pair left at 0 (as if these had never been counted)."""
         for names in sets:
             self.sets -= 1
-            _take(self.df, names)
-            _take(self.joint, combinations(sorted(names), 2))
+            take_each(self.df, names)
+            take_each(self.joint, combinations(sorted(names), 2))
 
-
-def _take(counts: Counter[_Key], keys: Iterable[_Key]) -> None:
-    for key in keys:
-        left = counts[key] - 1
-        if left > 0:
-            counts[key] = left
-        elif left == 0:
-            del counts[key]
-        else:
-            raise ValueError(f"{key!r} taken back more often than it was counted")
+    def unmerge(self, other: PairCounts) -> None:
+        """Take back a tally merged earlier (see `uncount`)."""
+        self.sets -= other.sets
+        take(self.df, other.df)
+        take(self.joint, other.joint)
 
 
 def chunk_units(

@@ -61,6 +61,8 @@ from rayweave.graph.entities import (
     NameCandidate,
     collect_names,
     document_titles,
+    merge_candidates,
+    unmerge_candidates,
 )
 from rayweave.graph.mentions import (
     Gazetteer,
@@ -80,6 +82,7 @@ from rayweave.graph.schema import (
     TopicRow,
 )
 from rayweave.graph.share import Found, Kept, Share, by_document
+from rayweave.graph.tallies import take
 
 _V = TypeVar("_V")
 
@@ -88,26 +91,42 @@ _V = TypeVar("_V")
 
 @dataclass(slots=True)
 class NameTally:
+    """What phase 1 counts over a share. Every field counts, by chunk or document, so that the
+    tally of a share is the sum of its documents' and can be taken back out (`unmerge`): an
+    update carries the corpus's tally from the last pass, less what its documents gave then,
+    plus what they give now (`graph/name_memo.py`)."""
+
     candidates: dict[str, NameCandidate] = field(default_factory=dict)
-    has_sections: bool = False
-    references: set[str] = field(default_factory=set)
+    sections: int = 0  # section chunks
+    references: Counter[str] = field(default_factory=Counter)  # chunks naming each target
     keywords: PairCounts = field(default_factory=PairCounts)  # documents per keyword
     surfaces: dict[str, Counter[str]] = field(default_factory=dict)
 
+    @property
+    def has_sections(self) -> bool:
+        return self.sections > 0
+
     def merge(self, other: NameTally) -> None:
-        mine = self.candidates
-        for norm, cand in other.candidates.items():
-            # Not `setdefault(norm, NameCandidate())`, which builds a candidate (two Counters)
-            # for every name merged: 160k at 10k documents, most of them already here.
-            into = mine.get(norm)
-            if into is None:
-                into = mine[norm] = NameCandidate()
-            into.merge(cand)
-        self.has_sections |= other.has_sections
-        self.references |= other.references
+        merge_candidates(self.candidates, other.candidates)
+        self.sections += other.sections
+        self.references.update(other.references)
         self.keywords.merge(other.keywords)
         for kw, forms in other.surfaces.items():
             self.surfaces.setdefault(kw, Counter()).update(forms)
+
+    def unmerge(self, other: NameTally) -> None:
+        """Take back a tally merged earlier; raises ValueError if `other` holds more."""
+        unmerge_candidates(self.candidates, other.candidates)
+        self.sections -= other.sections
+        take(self.references, other.references)
+        self.keywords.unmerge(other.keywords)
+        for kw, forms in other.surfaces.items():
+            mine = self.surfaces.get(kw)
+            if mine is None:
+                raise ValueError(f"keyword {kw!r} taken back but never merged")
+            take(mine, forms)
+            if not mine:
+                del self.surfaces[kw]
 
 
 def tally_names(share: Share) -> NameTally:
@@ -123,8 +142,8 @@ def tally_names_and_kept(share: Share) -> tuple[NameTally, Kept]:
     keywords.count_sets(doc_keywords.values())
     tally = NameTally(
         candidates=dict(resolver.candidates),
-        has_sections=any(c.level is Level.SECTION for c in share.chunks),
-        references=reference_keys(share.chunks),
+        sections=sum(c.level is Level.SECTION for c in share.chunks),
+        references=Counter(key for c in share.chunks for key in reference_keys((c,))),
         keywords=keywords,
         surfaces=dict(surfaces),
     )
@@ -161,9 +180,20 @@ class Lexicon:
         return {c.id: match(c.text) for c in chunks}
 
 
-NamesOf = Callable[[Share], tuple[NameTally, Kept]]
-"""How a pass gets its phase 1: `tally_names_and_kept`, or from an earlier pass's per document
-(`graph/name_memo.py`)."""
+class NamesOf(Protocol):
+    """How a pass gets its phase 1 and the lexicon of it: `FRESH_NAMES`, or from an earlier
+    pass's, per document (`graph/name_memo.py`)."""
+
+    def __call__(self, share: Share, /) -> tuple[NameTally, Kept]: ...
+
+    def lexicon(
+        self,
+        names: NameTally,
+        settings: GraphSettings,
+        *,
+        known: Mapping[str, Sequence[str]] | None = None,
+    ) -> Lexicon: ...
+
 
 FindMatches = Callable[[Lexicon, Sequence[Chunk]], Found]
 """How a pass gets its chunks' gazetteer matches: `Lexicon.found`, or a memo of an earlier
@@ -175,16 +205,37 @@ def lexicon(
     settings: GraphSettings,
     *,
     known: Mapping[str, Sequence[str]] | None = None,
+    rows: Callable[[EntityResolver], Sequence[EntityRow]] = EntityResolver.rows,
 ) -> Lexicon:
-    resolver = EntityResolver(known)
-    resolver.absorb(names.candidates)
+    """The lexicon of `names`, which it takes over (see `EntityResolver`); `rows`: how the
+    entity rows are made (`EntityResolver.rows_since` for a pass that reuses an earlier's)."""
+    resolver = EntityResolver(known, candidates=names.candidates)
     return Lexicon(
         resolver=resolver,
-        rows=tuple(resolver.rows()),
+        rows=tuple(rows(resolver)),
         has_sections=names.has_sections,
         references=frozenset(names.references),
         max_ngram=settings.gazetteer_max_ngram,
     )
+
+
+class _FreshNames:
+    """Phase 1 over every document, and its lexicon."""
+
+    def __call__(self, share: Share, /) -> tuple[NameTally, Kept]:
+        return tally_names_and_kept(share)
+
+    def lexicon(
+        self,
+        names: NameTally,
+        settings: GraphSettings,
+        *,
+        known: Mapping[str, Sequence[str]] | None = None,
+    ) -> Lexicon:
+        return lexicon(names, settings, known=known)
+
+
+FRESH_NAMES: NamesOf = _FreshNames()
 
 
 # 2. Matches --------------------------------------------------------------------------------
@@ -399,11 +450,12 @@ def build_in_one(
     parts_of: PartsOf | None = None,
     columns: bool = False,
 ) -> GraphBatch:
-    """Every phase over one share, the gazetteer pass run once (`names_of`: phase 1, default
-    `tally_names_and_kept`; `find`: the gazetteer pass, default `Lexicon.found`; `parts_of`:
+    """Every phase over one share, the gazetteer pass run once (`names_of`: phase 1 and its
+    lexicon, default `FRESH_NAMES`; `find`: the gazetteer pass, default `Lexicon.found`; `parts_of`:
     see `share_edges`; `columns`: co-occurrence's edges as the batch's columns)."""
-    names, kept = (names_of or tally_names_and_kept)(share)
-    lex = lexicon(names, settings, known=known)
+    names_of = names_of or FRESH_NAMES
+    names, kept = names_of(share)
+    lex = names_of.lexicon(names, settings, known=known)
     found = (find or Lexicon.found)(lex, share.chunks)
     ctx = context(names, tally_matches(share, lex, found), settings)
     part = share_edges(share, lex, ctx, found, kept, parts_of=parts_of)

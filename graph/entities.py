@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -25,6 +26,7 @@ from rayweave.graph.names import (
     tokens,
 )
 from rayweave.graph.schema import EntityRow
+from rayweave.graph.tallies import take
 from rayweave.models.stopwords import FUNCTION_WORDS
 
 GENERIC_HEADINGS: frozenset[str] = frozenset(
@@ -126,19 +128,58 @@ def error_names(chunk: Chunk) -> list[str]:
 
 @dataclass(slots=True)
 class NameCandidate:
-    """What the chunks say about one normalised name; tallies from shares of a corpus merge."""
+    """What the chunks say about one normalised name. Every field counts, so that tallies of
+    shares of a corpus merge, and a share's tally can be taken back out (`unmerge`)."""
 
     surfaces: Counter[str] = field(default_factory=Counter)
     kinds: Counter[str] = field(default_factory=Counter)
-    aliases: set[str] = field(default_factory=set)
-    title: tuple[str, str] | None = None  # (its document's place in the corpus, the title)
+    aliases: Counter[str] = field(default_factory=Counter)
+    titles: Counter[tuple[str, str]] = field(default_factory=Counter)  # (document's place, title)
+
+    @property
+    def title(self) -> tuple[str, str] | None:
+        """The title of the last document by place that this name titles."""
+        return max(self.titles) if self.titles else None
 
     def merge(self, other: NameCandidate) -> None:
         self.surfaces.update(other.surfaces)
         self.kinds.update(other.kinds)
-        self.aliases |= other.aliases
-        if other.title is not None and (self.title is None or other.title > self.title):
-            self.title = other.title
+        if other.aliases:  # most names have none: skip `Counter.update`'s own checks
+            self.aliases.update(other.aliases)
+        if other.titles:
+            self.titles.update(other.titles)
+
+    def unmerge(self, other: NameCandidate) -> None:
+        """Take back a tally merged earlier; raises ValueError if `other` holds more."""
+        take(self.surfaces, other.surfaces)
+        take(self.kinds, other.kinds)
+        take(self.aliases, other.aliases)
+        take(self.titles, other.titles)
+
+    def __bool__(self) -> bool:  # every name registered has a surface
+        return bool(self.surfaces)
+
+
+def merge_candidates(into: dict[str, NameCandidate], other: Mapping[str, NameCandidate]) -> None:
+    for norm, cand in other.items():
+        # Not `setdefault(norm, NameCandidate())`, which builds a candidate (four Counters)
+        # for every name merged: 160k at 10k documents, most of them already here.
+        mine = into.get(norm)
+        if mine is None:
+            mine = into[norm] = NameCandidate()
+        mine.merge(cand)
+
+
+def unmerge_candidates(into: dict[str, NameCandidate], other: Mapping[str, NameCandidate]) -> None:
+    """Take `other` back out of `into`. A name no tally holds any more goes, as if it had never
+    been merged."""
+    for norm, cand in other.items():
+        mine = into.get(norm)
+        if mine is None:
+            raise ValueError(f"name {norm!r} taken back but never merged")
+        mine.unmerge(cand)
+        if not mine:
+            del into[norm]
 
 
 class Resolves(Protocol):
@@ -154,8 +195,15 @@ class EntityResolver:
     build links to existing entities instead of minting look-alikes.
     """
 
-    def __init__(self, known: Mapping[str, Sequence[str]] | None = None) -> None:
-        self._cands: dict[str, NameCandidate] = defaultdict(NameCandidate)
+    def __init__(
+        self,
+        known: Mapping[str, Sequence[str]] | None = None,
+        *,
+        candidates: dict[str, NameCandidate] | None = None,
+    ) -> None:
+        # `candidates` are taken as they are, not copied (a corpus's are 160k names at 10k
+        # documents): whoever hands them over changes them no more while this resolves.
+        self._cands: dict[str, NameCandidate] = {} if candidates is None else candidates
         self._known = {k: tuple(v) for k, v in (known or {}).items() if v}
         self._canon: dict[str, str] | None = None
 
@@ -173,19 +221,20 @@ class EntityResolver:
         norm: str = normalize_name(surface)
         if not is_informative(norm):
             return ""
-        cand = self._cands[norm]
+        cand = self._cands.get(norm)
+        if cand is None:
+            cand = self._cands[norm] = NameCandidate()
         cand.surfaces[surface.strip()] += 1
         cand.kinds[kind] += 1
         if title:
-            if cand.title is None or place >= cand.title[0]:
-                cand.title = (place, surface.strip())
+            cand.titles[(place, surface.strip())] += 1
             bare = normalize_name(_PARENTHETICAL.sub("", surface))
             if bare and bare != norm and is_informative(bare):
-                cand.aliases.add(bare)
+                cand.aliases[bare] += 1
         for alias in aliases:
             a = normalize_name(alias)
             if a and a != norm and is_informative(a):
-                cand.aliases.add(a)
+                cand.aliases[a] += 1
         self._canon = None
         return norm
 
@@ -195,8 +244,7 @@ class EntityResolver:
 
     def absorb(self, candidates: Mapping[str, NameCandidate]) -> None:
         """Merge names another resolver collected (from another share of the corpus)."""
-        for norm, cand in candidates.items():
-            self._cands[norm].merge(cand)
+        merge_candidates(self._cands, candidates)
         self._canon = None
 
     def _canonical_map(self) -> dict[str, str]:
@@ -250,41 +298,68 @@ class EntityResolver:
         return out
 
     def rows(self) -> list[EntityRow]:
+        return self.rows_since(None, ())[0]
+
+    def rows_since(
+        self, memo: RowMemo | None, touched: Iterable[str]
+    ) -> tuple[list[EntityRow], RowMemo]:
+        """Every entity's row, and the memo of them for a later resolver. `memo`: an earlier
+        resolver's over the same candidates as they were before the names in `touched` changed
+        (added, dropped or counted otherwise); the rows of the groups that no such name is or
+        was in, and whose members are the same, are taken from it."""
+        canon = self._canonical_map()
         grouped: dict[str, list[str]] = defaultdict(list)
-        for norm in self._cands:
-            grouped[self._canonical_map()[norm]].append(norm)
-        rows = []
-        for canon, members in sorted(grouped.items()):
-            known = self._known.get(canon)
-            eid = known[0] if known else entity_id(canon)
-            cands = [self._cands[m] for m in members]
-            surfaces: Counter[str] = Counter()
-            kinds: Counter[str] = Counter()
-            aliases: set[str] = set(members)
-            for c in cands:
-                surfaces.update(c.surfaces)
-                kinds.update(c.kinds)
-                aliases |= c.aliases
-            # Not the first title met: chunk order is storage order, which updates change.
-            titles = [c.title[1] for c in cands if c.title is not None]
-            title_surface = max(titles, key=lambda t: (surfaces[t], t)) if titles else ""
-            for m in members:
-                tail = short_name(m)
-                if tail and is_informative(tail):
-                    aliases.add(tail)
-            name = (
-                title_surface
-                or max(surfaces.items(), key=lambda kv: (kv[1], kv[0] == canon, kv[0]))[0]
-            )
-            rows.append(
-                EntityRow(
-                    id=eid,
-                    name=name,
-                    kind=_pick_kind(kinds),
-                    aliases=tuple(sorted(aliases | {canon})),
-                )
-            )
-        return rows
+        for norm, group in canon.items():
+            grouped[group].append(norm)
+        if memo is None or memo.known != self._known:
+            redo: AbstractSet[str] = grouped.keys()
+            kept: Mapping[str, EntityRow] = {}
+        else:
+            was = memo.canon
+            moved = set(touched)
+            moved.update(n for n, group in canon.items() if was.get(n) != group)
+            redo = {g for n in moved for g in (canon.get(n), was.get(n)) if g is not None}
+            kept = memo.rows
+        rows = {
+            group: kept[group] if group not in redo else self._row(group, members)
+            for group, members in grouped.items()
+        }
+        return [rows[g] for g in sorted(rows)], RowMemo(canon=canon, known=self._known, rows=rows)
+
+    def _row(self, canon: str, members: Sequence[str]) -> EntityRow:
+        known = self._known.get(canon)
+        eid = known[0] if known else entity_id(canon)
+        cands = [self._cands[m] for m in members]
+        surfaces: Counter[str] = Counter()
+        kinds: Counter[str] = Counter()
+        aliases: set[str] = set(members)
+        for c in cands:
+            surfaces.update(c.surfaces)
+            kinds.update(c.kinds)
+            aliases.update(c.aliases)
+        # Not the first title met: chunk order is storage order, which updates change.
+        titles = [c.title[1] for c in cands if c.title is not None]
+        title_surface = max(titles, key=lambda t: (surfaces[t], t)) if titles else ""
+        for m in members:
+            tail = short_name(m)
+            if tail and is_informative(tail):
+                aliases.add(tail)
+        name = (
+            title_surface or max(surfaces.items(), key=lambda kv: (kv[1], kv[0] == canon, kv[0]))[0]
+        )
+        return EntityRow(
+            id=eid, name=name, kind=_pick_kind(kinds), aliases=tuple(sorted(aliases | {canon}))
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RowMemo:
+    """A resolver's rows by canonical name, with the canonical map and the known names they were
+    made under (`EntityResolver.rows_since`)."""
+
+    canon: Mapping[str, str]
+    known: Mapping[str, tuple[str, ...]]
+    rows: Mapping[str, EntityRow]
 
 
 def _pick_kind(kinds: Counter[str]) -> str:
