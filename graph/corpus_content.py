@@ -41,10 +41,12 @@ class DocumentContent:
 
 @dataclass(frozen=True, slots=True)
 class CorpusContent:
-    """Every document's stored content, true for every document no write after `at` names."""
+    """Every document's stored content, true for every document no write after `at` names;
+    `made`: the pass that kept it as its input ('' until kept), named alike in its edge memo."""
 
     at: StoreVersion
     documents: Mapping[str, DocumentContent]
+    made: str = ""
 
     def flat(self) -> tuple[list[Chunk], dict[str, list[Entity]], dict[str, Extraction]]:
         """As `GraphStore.documents_content()` gives it: chunks by id, their mentions and

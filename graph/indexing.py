@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from rayweave.cluster.gc_pause import gc_paused
@@ -118,6 +119,7 @@ def rebuild_corpus_edges(
             )
             reuse = MemoizedParts(
                 old.parts,
+                same_input=_same_input(old, content, read),
                 matches=memo,
                 at=None if stored is None else stored.since,
                 blocked=None
@@ -179,7 +181,7 @@ def rebuild_corpus_edges(
                     if memo is None or memo.memo is None
                     else dataclasses.replace(memo.memo, made=made),
                     parts=None if reuse is None or stored is None else reuse.memo(made, stored.at),
-                    content=content,
+                    content=None if content is None else dataclasses.replace(content, made=made),
                     names=None if names is None or content is None else names.memo(content.at),
                 )
             )
@@ -195,6 +197,18 @@ def rebuild_corpus_edges(
         read=None if read is None else len(read),
         seconds=clock.seconds,
     )
+
+
+def _same_input(
+    old: LayerMemos, content: CorpusContent | None, read: AbstractSet[str] | None
+) -> AbstractSet[str] | None:
+    """The documents whose input is the one the edge memo's pass read (None: not known): those
+    not read again since the held content, when the pass that kept it kept the edge memo."""
+    if content is None or read is None or old.content is None or old.parts is None:
+        return None
+    if old.content.made != old.parts.made or not old.parts.made:
+        return None
+    return content.documents.keys() - read
 
 
 def _read_chunks(

@@ -71,9 +71,10 @@ def normalize_name(name: str) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def singular(normalized: str) -> str:
     """The normalised name with its last word singularised (`ray deployments` ->
-    `ray deployment`)."""
+    `ray deployment`). Cached as `entity_id` is: every pass asks it of every name twice."""
     if not normalized or is_code_name(normalized):
         return normalized
     head, _, last = normalized.rpartition(" ")

@@ -46,13 +46,21 @@ class Upkeep:
         self.matches: MatchMemo | None = None
         self.parts: EdgeMemo | None = None
         self.stored: dict[str, set[str]] = {}  # document -> its own edges as written
+        self.inputs: dict[str, object] = {}  # document -> its chunks and mentions, last run
         self.runs = 0
 
     def run(
         self, chunks: list[Chunk], mentions: dict[str, list[Entity]]
     ) -> tuple[GraphBatch, set[str]]:
         find = MemoizedMatches(self.matches)
-        parts = MemoizedParts(self.parts, matches=find, at=AT, blocked=frozenset())
+        # What a held corpus content tells the upkeep: the documents read as the last run did.
+        inputs = {
+            d: [(c, mentions.get(c.id)) for c in chunks if c.doc_id == d]
+            for d in {c.doc_id for c in chunks}
+        }
+        same = {d for d, held in inputs.items() if self.inputs.get(d) == held}
+        self.inputs = dict(inputs)
+        parts = MemoizedParts(self.parts, same_input=same, matches=find, at=AT, blocked=frozenset())
         batch = build_graph(chunks, mentions, settings=self.settings, find=find, parts_of=parts)
         self.runs += 1
         made = f"pass-{self.runs}"
