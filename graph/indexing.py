@@ -30,7 +30,7 @@ from rayweave.graph.match_memo import MemoizedMatches
 from rayweave.graph.name_memo import MemoizedNames
 from rayweave.graph.schema import CORPUS_SOURCES
 from rayweave.graph.store import GraphStore
-from rayweave.graph.store.layer_sync import EdgeSync
+from rayweave.graph.store.layer_sync import EdgeSync, EntityView
 from rayweave.graph.synonym_index import NameIndex, SynonymUpdate, update_synonyms
 
 
@@ -140,6 +140,7 @@ def rebuild_corpus_edges(
         # Edges are written only between nodes that exist: topics first, as entities.
         topics = store.write_topics(batch.topics)
         synced: list[str] | None = None  # the keys of the entities written (None: all)
+        entity_view: EntityView | None = None  # the stored entities after the write
         if stored is None:
             entities = store.write_entities(batch.entities, mode="replace")
             run = uuid.uuid4().hex
@@ -147,7 +148,7 @@ def rebuild_corpus_edges(
             gone = store.delete_stale(run, CORPUS_SOURCES)
             edges = EdgeSync(edges_written=written, edges_deleted=gone, edges_unchanged=0)
         else:
-            synced = store.sync_entities(batch.entities)
+            synced, entity_view = store.sync_entities(batch.entities, stored.entities)
             entities = len(synced)
             edges = store.sync_edges(
                 batch.edges,
@@ -176,7 +177,9 @@ def rebuild_corpus_edges(
                 LayerMemos(
                     snapshot=None
                     if stored is None or edges.view is None
-                    else LayerSnapshot(ns=store.ns, at=stored.at, view=edges.view),
+                    else LayerSnapshot(
+                        ns=store.ns, at=stored.at, view=edges.view, entities=entity_view
+                    ),
                     matches=None
                     if memo is None or memo.memo is None
                     else dataclasses.replace(memo.memo, made=made),

@@ -32,6 +32,8 @@ _BOOKKEEPING = frozenset({"run"})
 
 EdgeKey = tuple[str, str, str, str, str]  # (type, start label, end label, start key, end key)
 LayerView = dict[EdgeKey, dict[str, Any]]  # the stored properties of each synced edge
+EntityView = dict[str, tuple[str, str, tuple[str, ...]]]  # entity key -> name, kind, aliases
+_ENTITY_COLUMNS = {"k": "e.key", "name": "e.name", "kind": "e.kind", "aliases": "e.aliases"}
 _SYNCED_STARTS = (*CHUNK_LABELS, NodeLabel.ENTITY)  # the rule-made layer starts at these
 _ENTITY, _TOPIC = NodeLabel.ENTITY.value, NodeLabel.TOPIC.value
 _EDGE_COLUMNS = {  # an edge as `stored_edges` reads it (`r`, from `a` to `b`)
@@ -132,23 +134,37 @@ def own_edge(key: EdgeKey) -> bool:
 class GraphLayerSync(GraphWrites, StoreConnection):
     """Entity and edge rows written as a difference from what the namespace stores."""
 
-    def sync_entities(self, entities: Sequence[EntityRow]) -> list[str]:
+    def stored_entities(self, keys: Iterable[str] | None = None) -> EntityView:
+        """The stored entities as `sync_entities` compares them; `keys`: only these (a key
+        that names no entity is left out)."""
+        if keys is None:
+            rows = self.read_table("MATCH (e:Entity {ns: $ns})", _ENTITY_COLUMNS, op="entities")
+        else:
+            rows = self.read_table_by_keys(
+                "MATCH (e:Entity {key: k})", _ENTITY_COLUMNS, sorted(set(keys)), op="entities"
+            )
+        return {r["k"]: (r["name"], r["kind"], tuple(r["aliases"] or ())) for r in rows}
+
+    def sync_entities(
+        self, entities: Sequence[EntityRow], stored: EntityView | None = None
+    ) -> tuple[list[str], EntityView]:
         """Write the entities whose name, kind or aliases differ from the stored ones; returns
-        the keys of those written. Entities no row names are left to `prune`."""
-        rows = self.read_table(
-            "MATCH (e:Entity {ns: $ns})",
-            {"id": "e.id", "name": "e.name", "kind": "e.kind", "aliases": "e.aliases"},
-            op="sync_entities",
-        )
-        stored = {r["id"]: (r["name"], r["kind"], tuple(r["aliases"] or ())) for r in rows}
-        changed = [
-            e
-            for e in entities
-            if stored.get(e.id) != (e.name, e.kind, unique((normalize_name(e.name), *e.aliases)))
-        ]
+        the keys of those written, and the stored entities as they are after the write
+        (`stored`, updated in place: what is stored, when the caller knows it, as a layer
+        snapshot does; else read whole). Entities no row names are left to `prune`."""
+        view = self.stored_entities() if stored is None else stored
+        changed: list[EntityRow] = []
+        keys: list[str] = []
+        for e in entities:
+            key = self.key(e.id)
+            now = (e.name, e.kind, unique((normalize_name(e.name), *e.aliases)))
+            if view.get(key) != now:
+                changed.append(e)
+                keys.append(key)
+                view[key] = now
         if changed:
             self.write_entities(changed, mode="replace")
-        return [self.key(e.id) for e in changed]
+        return keys, view
 
     def sync_edges(
         self,

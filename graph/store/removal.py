@@ -159,6 +159,11 @@ class GraphRemoval(StoreConnection):
         if report.edges or report.chunks or report.messages:  # mentions gone: df changed
             self.mark_all()
             self.write(REFRESH_DF_ALL, op="refresh_entity_stats")
+        elif report.entities:  # a layer snapshot's stored entities must not keep them
+            if candidates is None:
+                self.mark_all()
+            else:
+                self.mark(candidates)
         if report.edges or report.chunks or report.entities or report.topics:
             self.touch()
         return report

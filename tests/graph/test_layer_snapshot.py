@@ -11,7 +11,7 @@ import pytest
 from rayweave.graph.indexing import update_entity_layer
 from rayweave.graph.layer_memos import MemoFiles
 from rayweave.graph.layer_snapshot import load_snapshot, stored_layer
-from rayweave.graph.schema import CORPUS_SOURCES
+from rayweave.graph.schema import CORPUS_SOURCES, EntityRow
 from rayweave.graph.store import GraphStore
 
 from .generated_corpus import generate, random_change, write
@@ -32,6 +32,7 @@ def test_snapshot_and_log_equal_a_whole_read(graph_store: GraphStore, tmp_path: 
         whole = graph_store.stored_edges(CORPUS_SOURCES)
         assert found.reread is not None
         assert found.view == whole, f"step {step}"
+        assert found.entities == graph_store.stored_entities(), f"step {step}"
         assert (
             update_entity_layer(graph_store, None, memos=MemoFiles(snapshot=layer)).corpus.reread
             is not None
@@ -70,3 +71,23 @@ def test_a_snapshot_the_log_cannot_vouch_for_is_not_used(
     layer.write_bytes(b"not a pickle")
     assert load_snapshot(layer) is None
     assert load_snapshot(tmp_path / "absent.pickle") is None
+
+
+def test_entities_a_prune_deletes_are_not_kept_as_stored(
+    graph_store: GraphStore, tmp_path: Path
+) -> None:
+    rng = random.Random(13)
+    layer = tmp_path / "layer.pickle"
+    write(graph_store, [generate(rng, f"D{i}", 0) for i in range(3)])
+    for _ in range(2):  # the second reads from the first's snapshot, and prunes only its ends
+        update_entity_layer(graph_store, None, memos=MemoFiles(snapshot=layer))
+    graph_store.write_entities([EntityRow(id="orphan", name="Orphan Thing")])
+    graph_store.touch()
+    update_entity_layer(graph_store, None, memos=MemoFiles(snapshot=layer))
+    snapshot = load_snapshot(layer)
+    assert snapshot is not None
+    assert snapshot.entities is not None
+    assert graph_store.key("orphan") in snapshot.entities  # no edge, but stored
+    assert graph_store.prune(0.0).entities == 1  # a user's prune: orphans anywhere
+    found = stored_layer(graph_store, CORPUS_SOURCES, snapshot)
+    assert found.entities is None or found.entities == graph_store.stored_entities()

@@ -36,7 +36,7 @@ def test_a_synced_entity_loses_the_aliases_it_no_longer_lists_and_only_it(
     graph_store.write_entities([entity("lonely", "Lonely Thing", aliases=("hermit",))])
     graph_store.write_entities([entity("lonely", "Lonely Thing")], mode="replace")
 
-    written = graph_store.sync_entities(
+    written, _ = graph_store.sync_entities(
         [entity("shared", "Ray Serve"), entity("lonely", "Lonely Thing")]
     )
     assert written == [graph_store.key("shared")]  # lonely's name, kind and aliases are equal
@@ -51,6 +51,28 @@ def test_a_synced_entity_loses_the_aliases_it_no_longer_lists_and_only_it(
     graph_store.delete_unlisted_aliases()
     assert ("hermit", "lonely") not in _alias_links(graph_store)
     assert graph_store.counts().node(NodeLabel.ALIAS) == 2
+
+
+def test_entities_sync_against_a_known_stored_view_and_return_it_as_written(
+    graph_store: GraphStore,
+) -> None:
+    write_two_docs(graph_store)
+    first, view = graph_store.sync_entities([entity("shared", "Ray Serve")])
+    assert view == graph_store.stored_entities()
+    assert graph_store.stored_entities([*first, graph_store.key("absent")]) == {
+        k: view[k] for k in first
+    }
+    # Given the view, what it says is stored is not written again, even when the store
+    # differs (the caller vouches for it); what differs from it is written, and it follows.
+    graph_store.write_entities([entity("shared", "Ray Serve Renamed")], mode="replace")
+    written, after = graph_store.sync_entities(
+        [entity("shared", "Ray Serve"), entity("new", "New Thing")], dict(view)
+    )
+    assert written == [graph_store.key("new")]
+    assert after == {**view, graph_store.key("new"): after[graph_store.key("new")]}
+    assert graph_store.stored_entities([graph_store.key("new")]) == {
+        graph_store.key("new"): after[graph_store.key("new")]
+    }
 
 
 def test_sync_writes_what_changed_deletes_what_went_and_ignores_extra_stored_properties(
