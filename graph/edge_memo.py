@@ -139,8 +139,10 @@ class MemoizedParts:
         table: Reads = {kind: {} for kind in KINDS}
         for doc_id, one, own in by_document(share, kept):
             entry = None if old is None else old.documents.get(doc_id)
-            same = entry is not None and doc_id in self._same
-            digest = entry.digest if entry is not None and same else _digest(doc_id, one, own)
+            if entry is not None and doc_id in self._same:
+                digest = entry.digest
+            else:
+                digest = _digest(doc_id, one, own)
             if (
                 old is not None
                 and entry is not None
