@@ -163,7 +163,7 @@ class NameCandidate:
 def merge_candidates(into: dict[str, NameCandidate], other: Mapping[str, NameCandidate]) -> None:
     for norm, cand in other.items():
         # Not `setdefault(norm, NameCandidate())`, which builds a candidate (four Counters)
-        # for every name merged: 160k at 10k documents, most of them already here.
+        # for every name merged: 160k a pass at 10k documents, most of them already here.
         mine = into.get(norm)
         if mine is None:
             mine = into[norm] = NameCandidate()
@@ -201,8 +201,8 @@ class EntityResolver:
         *,
         candidates: dict[str, NameCandidate] | None = None,
     ) -> None:
-        # `candidates` are taken as they are, not copied (a corpus's are 160k names at 10k
-        # documents): whoever hands them over changes them no more while this resolves.
+        # `candidates` are taken as they are, not copied (61k names at 10k documents, each a
+        # few Counters): whoever hands them over changes them no more while this resolves.
         self._cands: dict[str, NameCandidate] = {} if candidates is None else candidates
         self._known = {k: tuple(v) for k, v in (known or {}).items() if v}
         self._canon: dict[str, str] | None = None
