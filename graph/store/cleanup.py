@@ -118,6 +118,7 @@ class OrphanReport:
     entities: int
     aliases: int
     topics: int
+    dead: tuple[str, ...] = ()  # the keys of the entities deleted, for the change log
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +182,7 @@ def delete_orphans(
         if survivors:
             tx.run(q(REFRESH_DF), {"rows": [{"key": k} for k in survivors]}).consume()
     topics = run_count(tx, _EMPTY_TOPICS, {"topics": topic_keys}) if topic_keys else 0
-    return OrphanReport(entities=len(dead), aliases=aliases, topics=topics)
+    return OrphanReport(entities=len(dead), aliases=aliases, topics=topics, dead=tuple(dead))
 
 
 def delete_namespace_orphans(tx: neo4j.ManagedTransaction, ns: str) -> OrphanReport:

@@ -131,7 +131,7 @@ class GraphRemoval(StoreConnection):
         inferred = sorted(s.value for s in INFERRED_SOURCES)
         candidates = None if among is None else sorted(set(among))
 
-        def work(tx: neo4j.ManagedTransaction) -> PruneReport:
+        def work(tx: neo4j.ManagedTransaction) -> tuple[PruneReport, tuple[str, ...]]:
             params = {"ns": self.ns, "inferred": inferred, "min": float(min_confidence)}
             expired = expire_conversations(tx, self.ns, conversations_before)
             detached = delete_detached_chunks(tx, self.ns)
@@ -151,19 +151,24 @@ class GraphRemoval(StoreConnection):
                 if candidates is None
                 else delete_orphans(tx, candidates, topic_keys(tx, self.ns), orphans_only=True)
             )
-            return PruneReport(edges=edges, chunks=detached, **asdict(orphans), **asdict(expired))
+            report = PruneReport(
+                edges=edges,
+                chunks=detached,
+                entities=orphans.entities,
+                aliases=orphans.aliases,
+                topics=orphans.topics,
+                **asdict(expired),
+            )
+            return report, orphans.dead
 
         if dry_run:
-            return self._rehearse("prune", work)
-        report = self._write("prune", work)
+            return self._rehearse("prune", work)[0]
+        report, dead = self._write("prune", work)
+        # Deleted entities are logged, so that a layer snapshot's stored entities drop them.
+        self.mark(dead)
         if report.edges or report.chunks or report.messages:  # mentions gone: df changed
             self.mark_all()
             self.write(REFRESH_DF_ALL, op="refresh_entity_stats")
-        elif report.entities:  # a layer snapshot's stored entities must not keep them
-            if candidates is None:
-                self.mark_all()
-            else:
-                self.mark(candidates)
         if report.edges or report.chunks or report.entities or report.topics:
             self.touch()
         return report
