@@ -156,9 +156,6 @@ class NameCandidate:
         take(self.aliases, other.aliases)
         take(self.titles, other.titles)
 
-    def __bool__(self) -> bool:  # every name registered has a surface
-        return bool(self.surfaces)
-
 
 def merge_candidates(into: dict[str, NameCandidate], other: Mapping[str, NameCandidate]) -> None:
     for norm, cand in other.items():
@@ -178,7 +175,7 @@ def unmerge_candidates(into: dict[str, NameCandidate], other: Mapping[str, NameC
         if mine is None:
             raise ValueError(f"name {norm!r} taken back but never merged")
         mine.unmerge(cand)
-        if not mine:
+        if not mine.surfaces:  # every name registered has a surface: none left, none merged
             del into[norm]
 
 

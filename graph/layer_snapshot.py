@@ -82,7 +82,9 @@ def stored_layer(
                 view.update(store.stored_edges(sources, touching=keys))
             entities = None
             if snapshot.entities is not None:  # a key written since is read again, or gone
-                entities = {k: v for k, v in snapshot.entities.items() if k not in keys}
+                entities = dict(snapshot.entities)  # a copy: the held snapshot stays as it is
+                for key in keys:
+                    entities.pop(key, None)
                 if keys:
                     entities.update(store.stored_entities(keys))
             return StoredLayer(

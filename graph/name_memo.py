@@ -47,9 +47,10 @@ class MemoizedNames:
     in `changed` (None: reuse nothing), and keeps every document's for the next pass."""
 
     def __init__(self, memo: NameMemo | None, *, changed: AbstractSet[str] | None) -> None:
-        fits = memo is not None and changed is not None
-        self._old = memo.documents if memo is not None and fits else {}
-        merged = memo.take_merged() if memo is not None and fits else None
+        self._old: Mapping[str, tuple[NameTally, Kept]] = {}
+        merged = None
+        if memo is not None and changed is not None:
+            self._old, merged = memo.documents, memo.take_merged()
         self._merged: NameTally | None = None if merged is None else merged[0]
         self._rows: RowMemo | None = None if merged is None else merged[1]
         self._changed = changed or frozenset()
