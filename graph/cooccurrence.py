@@ -159,12 +159,44 @@ def related_edges(counts: PairCounts, settings: GraphSettings) -> EdgeColumns:
     edge is stored once, from the smaller id to the larger; traversals follow it both ways.
     Scored and ordered as arrays of name ranks: 10k documents make 1.5M co-occurring pairs, over
     which a loop of `npmi` calls and a sort of tuples took most of this step. Handed on as
-    columns (`EdgeColumns`): an `EdgeRow` each took half of what was left.
+    columns (`EdgeColumns`): an `EdgeRow` each took half of what was left. An upkeep keeps them
+    by delta instead (`graph/related_delta.py`).
     """
+    return scored_related(counts, settings).columns()
+
+
+RelatedOf = Callable[[PairCounts, GraphSettings], EdgeColumns]
+"""How a pass scores RELATED_TO of its units' counts: `related_edges`, or by delta from the last
+pass's (`graph/related_delta.py`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredRelated:
+    """The kept RELATED_TO pairs as name ranks (`a` < `b`), strongest first."""
+
+    names: list[str]  # sorted: a name's rank orders as the name does
+    a: np.ndarray
+    b: np.ndarray
+    strength: np.ndarray
+    joint: np.ndarray
+
+    def columns(self) -> EdgeColumns:
+        name = self.names.__getitem__
+        return related_columns(
+            list(map(name, self.a.tolist())),
+            list(map(name, self.b.tolist())),
+            list(map(round, self.strength.tolist(), repeat(6))),  # as `EdgeAccumulator` stores
+            self.joint.astype(np.int64).tolist(),
+        )
+
+
+def scored_related(counts: PairCounts, settings: GraphSettings) -> ScoredRelated:
+    """`related_edges`'s pairs, before they are made columns."""
     total = corpus_scale(counts.sets)
+    names = sorted(counts.df)
     if total == 0:
-        return _related_columns([], [], [], [])
-    names = sorted(counts.df)  # a name's rank orders as the name does
+        none = np.zeros(0, dtype=np.int64)
+        return ScoredRelated(names, none, none, np.zeros(0), np.zeros(0))
     rank = {name: i for i, name in enumerate(names)}.__getitem__
     # Mapped in C (`map`, `fromiter`) over every pair: a generator per array took 0.7 s of the
     # 1.8 s this step took at 10k documents.
@@ -175,22 +207,24 @@ def related_edges(counts: PairCounts, settings: GraphSettings) -> EdgeColumns:
     df = np.fromiter(map(counts.df.__getitem__, names), dtype=np.float64, count=len(names))
     support = joint >= settings.related_min_support
     a, b, joint = a[support], b[support], joint[support]
-    score = _npmi_array(joint, df[a], df[b], total)
-    keep = score >= settings.related_min_npmi
-    a, b, joint, score = a[keep], b[keep], joint[keep], score[keep]
-    strength = np.maximum(score, 0.0) * (joint / (joint + 1.0))
+    ok, strength = related_strength(joint, df[a], df[b], total, settings)
+    a, b, joint, strength = a[ok], b[ok], joint[ok], strength[ok]
     order = np.lexsort((b, a, -strength))  # strongest first, ties by the names
     kept = order[_capped(a[order].tolist(), b[order].tolist(), settings.related_max_per_entity)]
-    name = names.__getitem__
-    return _related_columns(
-        list(map(name, a[kept].tolist())),
-        list(map(name, b[kept].tolist())),
-        list(map(round, strength[kept].tolist(), repeat(6))),  # as `EdgeAccumulator` stores
-        joint[kept].astype(np.int64).tolist(),
-    )
+    return ScoredRelated(names, a[kept], b[kept], strength[kept], joint[kept])
 
 
-def _related_columns(
+def related_strength(
+    joint: np.ndarray, a: np.ndarray, b: np.ndarray, total: float, settings: GraphSettings
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which pairs of these counts (each joint count at least 1) pass `related_min_npmi`, and
+    every pair's strength: the NPMI damped by support. Element by element, so a pair scores the
+    same alone as among all pairs (what `graph/related_delta.py` relies on)."""
+    score = _npmi_array(joint, a, b, total)
+    return score >= settings.related_min_npmi, np.maximum(score, 0.0) * (joint / (joint + 1.0))
+
+
+def related_columns(
     src: list[str], dst: list[str], strength: list[float], count: list[int]
 ) -> EdgeColumns:
     return EdgeColumns(

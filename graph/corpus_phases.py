@@ -36,6 +36,7 @@ from rayweave.cluster.types import Chunk, Level
 from rayweave.graph.comentions import comention_edges
 from rayweave.graph.cooccurrence import (
     PairCounts,
+    RelatedOf,
     chunk_units,
     document_keywords,
     related_edges,
@@ -319,16 +320,19 @@ def facts(lex: Lexicon, ctx: Context) -> Facts:
 @dataclass(frozen=True, slots=True)
 class Parts:
     """The documents' phase 3; `units`: their units' co-occurrence counts, when whoever made
-    the parts has them without counting every document (`graph/edge_memo.py`)."""
+    the parts has them without counting every document, and `related` what scores RELATED_TO
+    of those (`graph/edge_memo.py`)."""
 
     parts: list[DocumentPart]
     units: PairCounts | None = None
+    related: RelatedOf = related_edges
 
 
 @dataclass(frozen=True, slots=True)
 class ShareEdges:
     edges: list[EdgeRow]  # every edge from the share's chunks and documents, final
     cross: CrossTally
+    related: RelatedOf = related_edges  # how phase 4 scores `cross.units`
 
 
 PartsOf = Callable[[Share, Facts, Found, Kept], Parts]
@@ -366,6 +370,7 @@ def share_edges(
     return ShareEdges(
         edges=[e for p in made.parts for e in p.edges],
         cross=cross_tally(tallies, ctx.chunk_df, ctx.settings, units=made.units),
+        related=made.related,
     )
 
 
@@ -380,13 +385,16 @@ class CorpusEdges:
     entities: list[EntityRow]  # those any edge of the corpus uses
 
 
-def corpus_layer(cross: CrossTally, lex: Lexicon, ctx: Context) -> CorpusEdges:
+def corpus_layer(
+    cross: CrossTally, lex: Lexicon, ctx: Context, *, related_of: RelatedOf = related_edges
+) -> CorpusEdges:
     """Edges between entities (an extractor's statements, co-occurrence, sentences), topics with
-    their documents, and the entity rows that any edge of the corpus uses."""
+    their documents, and the entity rows that any edge of the corpus uses (`related_of`: how
+    co-occurrence is scored, by default afresh)."""
     cfg = ctx.settings
     acc = EdgeAccumulator()
     add_statements(acc, cross.statements)
-    related = related_edges(cross.units, cfg)
+    related = related_of(cross.units, cfg)
     said = {(s.id, d.id) for rel, s, d in acc.rows if rel is RelType.RELATED_TO}
     if said:  # a pair a statement names too merges with it, as a row
         related, rows = _split(related, said)
@@ -459,7 +467,7 @@ def build_in_one(
     found = (find or Lexicon.found)(lex, share.chunks)
     ctx = context(names, tally_matches(share, lex, found), settings)
     part = share_edges(share, lex, ctx, found, kept, parts_of=parts_of)
-    layer = corpus_layer(part.cross, lex, ctx)
+    layer = corpus_layer(part.cross, lex, ctx, related_of=part.related)
     related = (layer.related,) if columns else ()
     return GraphBatch(
         entities=tuple(layer.entities),

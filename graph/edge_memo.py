@@ -29,13 +29,16 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 
+from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, Entity
 from rayweave.graph.cache_file import read_cache, write_cache
-from rayweave.graph.cooccurrence import PairCounts
+from rayweave.graph.cooccurrence import PairCounts, related_edges
 from rayweave.graph.corpus_phases import Parts
 from rayweave.graph.document_edges import DocumentPart, DocumentTally, Facts, document_part
 from rayweave.graph.fact_reads import KINDS, Kind, Reads, moved, recording
 from rayweave.graph.match_memo import MemoizedMatches
+from rayweave.graph.related_delta import RelatedState, UnitsChange
+from rayweave.graph.schema import EdgeColumns
 from rayweave.graph.share import Found, Kept, Share, by_document
 from rayweave.graph.store.change_log import StoreVersion
 
@@ -62,12 +65,21 @@ class EdgeMemo:
     header: str
     facts: Reads  # every answer a kept part read
     documents: Mapping[str, MemoEntry]
-    # The documents' units counted (`PairCounts.count`), for the next pass to take (then none
-    # is left to be used twice, or after a pass that failed half way); not saved to files.
-    units: list[PairCounts] = field(default_factory=list, compare=False)
+    # The documents' units counted, for the next pass to take (then none is left to be used
+    # twice, or after a pass that failed half way); not saved to files.
+    units: list[HeldUnits] = field(default_factory=list, compare=False)
 
-    def take_units(self) -> PairCounts | None:
+    def take_units(self) -> HeldUnits | None:
         return self.units.pop() if self.units else None
+
+
+@dataclass(frozen=True, slots=True)
+class HeldUnits:
+    """The documents' units counted (`PairCounts.count`), and RELATED_TO as scored of exactly
+    these counts, to keep by delta (None: not scored)."""
+
+    counts: PairCounts
+    related: RelatedState | None = None
 
 
 def _header(facts: Facts) -> str:
@@ -126,6 +138,9 @@ class MemoizedParts:
         self._same: AbstractSet[str] = same_input or frozenset()
         self.reused: set[str] = set()
         self._kept: tuple[str, Reads, dict[str, MemoEntry], PairCounts] | None = None
+        # RELATED_TO as last scored, and how the counts moved since (None: count afresh).
+        self._related: tuple[RelatedState, UnitsChange] | None = None
+        self._scored: RelatedState | None = None  # as scored of the counts handed on
 
     def __call__(self, share: Share, facts: Facts, found: Found, kept: Kept) -> Parts:
         header = _header(facts)
@@ -170,9 +185,24 @@ class MemoizedParts:
                 for kind, answers in reads.items():
                     table[kind].update(answers)
             entries[doc_id] = entry
-        units = _units(old, entries, self.reused)
+        units, self._related = _units(old, entries, self.reused)
         self._kept = (header, table, entries, units)
-        return Parts(parts, units)
+        return Parts(parts, units, related=self.related)
+
+    def related(self, counts: PairCounts, settings: GraphSettings) -> EdgeColumns:
+        """`related_edges` of the counts handed on, by delta from the last pass's scoring where
+        it has one (`graph/related_delta.py`); the state is kept for the next."""
+        kept = self._kept
+        if kept is None or counts is not kept[3]:  # not the counts handed on: nothing to keep
+            return related_edges(counts, settings)
+        if self._related is None:
+            cols, self._scored = RelatedState.scored(counts, settings)
+            return cols
+        state, change = self._related
+        self._related = None  # changed in place from here: used once
+        cols = state.rescored(counts, change, settings)
+        self._scored = state
+        return cols
 
     def memo(self, made: str, at: StoreVersion) -> EdgeMemo | None:
         """What to keep for the next pass, saved as pass `made` from a snapshot at `at` (None
@@ -180,31 +210,32 @@ class MemoizedParts:
         if self._kept is None:
             return None
         header, table, entries, units = self._kept
+        held = HeldUnits(units, self._scored)
         return EdgeMemo(
-            made=made, at=at, header=header, facts=table, documents=entries, units=[units]
+            made=made, at=at, header=header, facts=table, documents=entries, units=[held]
         )
 
 
 def _units(
     old: EdgeMemo | None, entries: Mapping[str, MemoEntry], reused: AbstractSet[str]
-) -> PairCounts:
+) -> tuple[PairCounts, tuple[RelatedState, UnitsChange] | None]:
     """The units of `entries` counted: the old memo's counts (taken from it), less its
     documents that were not reused, plus their new parts; every document counted when it has
     none. At 10k documents, counting them all took 1.5 s of a one-document upkeep's profile.
-    The counts are kept as they are returned: whoever reads them must not change them."""
+    The counts are kept as they are returned: whoever reads them must not change them. With
+    them, the old counts' RELATED_TO scoring and how the counts moved since, when held."""
     held = None if old is None else old.take_units()
     if old is None or held is None:
-        held = PairCounts()
+        counts = PairCounts()
         for entry in entries.values():
-            held.count(entry.tally.units)
-        return held
-    for doc_id, was in old.documents.items():
-        if doc_id not in reused:
-            held.uncount(was.tally.units)
-    for doc_id, entry in entries.items():
-        if doc_id not in reused:
-            held.count(entry.tally.units)
-    return held
+            counts.count(entry.tally.units)
+        return counts, None
+    gone = [u for d, was in old.documents.items() if d not in reused for u in was.tally.units]
+    new = [u for d, entry in entries.items() if d not in reused for u in entry.tally.units]
+    held.counts.uncount(gone)
+    held.counts.count(new)
+    related = None if held.related is None else (held.related, UnitsChange.of(gone, new))
+    return held.counts, related
 
 
 def load_edge_memo(path: Path) -> EdgeMemo | None:

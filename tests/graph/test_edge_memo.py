@@ -26,6 +26,7 @@ from rayweave.graph.edge_memo import (
     save_edge_memo,
 )
 from rayweave.graph.match_memo import MatchMemo, MemoizedMatches
+from rayweave.graph.related_delta import RelatedState
 from rayweave.graph.schema import EdgeRow, GraphBatch, NodeLabel
 from rayweave.graph.store.change_log import StoreVersion
 
@@ -97,15 +98,24 @@ def check_equals_fresh(up: Upkeep, batch: GraphBatch, chunks: list[Chunk], menti
 
 
 def check_units_counted_anew(up: Upkeep) -> None:
-    """The units' counts carried from pass to pass are those of counting every document."""
+    """The units' counts carried from pass to pass are those of counting every document, and
+    so is the RELATED_TO scoring carried with them."""
     assert up.parts is not None
     (held,) = up.parts.units
     fresh = PairCounts()
     for entry in up.parts.documents.values():
         fresh.count(entry.tally.units)
-    assert held == fresh
-    assert 0 not in held.df.values()
-    assert 0 not in held.joint.values()
+    assert held.counts == fresh
+    assert 0 not in held.counts.df.values()
+    assert 0 not in held.counts.joint.values()
+    # RELATED_TO's state, kept by delta, is the one scoring them afresh leaves.
+    assert held.related is not None
+    _, scored = RelatedState.scored(fresh, up.settings)
+    assert held.related.kept == scored.kept
+    assert held.related.kept_keys == scored.kept_keys
+    assert {x: sorted(ys) for x, ys in held.related.partners.items()} == {
+        x: sorted(ys) for x, ys in scored.partners.items()
+    }
 
 
 def page(doc_id: str, text: str, **fields: object) -> Chunk:
