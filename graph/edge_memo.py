@@ -118,9 +118,12 @@ class MemoizedParts:
     one-document upkeep at 10k documents); `matches`: the pass's gazetteer pass, run before the
     call, from the match memo of the memo's pass; `at`: the version of the layer snapshot this
     pass syncs from, which must be the memo's; `blocked`: the documents whose stored edges a
-    write may have changed since (None: reuse nothing, as when the layer is read whole).
-    Leaves what to keep (`memo`) and the ids of the documents it reused, whose edges it leaves
-    out, on itself; hands on the documents' units counted from the memo's counts (`_units`)."""
+    write may have changed since (None: reuse nothing, as when the layer is read whole);
+    `held`: whether the memo it leaves is held in memory for the next pass, which is then
+    handed RELATED_TO's state to keep by delta (building it costs twice a plain scoring, lost
+    with a memo that only files keep). Leaves what to keep (`memo`) and the ids of the documents
+    it reused, whose edges it leaves out, on itself; hands on the documents' units counted from
+    the memo's counts (`_units`)."""
 
     def __init__(
         self,
@@ -130,12 +133,14 @@ class MemoizedParts:
         matches: MemoizedMatches,
         at: StoreVersion | None,
         blocked: AbstractSet[str] | None,
+        held: bool = False,
     ) -> None:
         fits = memo is not None and memo.made == matches.made != "" and memo.at == at
         self._old = memo if fits and blocked is not None else None
         self._matches = matches
         self._blocked: AbstractSet[str] = blocked or frozenset()
         self._same: AbstractSet[str] = same_input or frozenset()
+        self._held = held
         self.reused: set[str] = set()
         self._kept: tuple[str, Reads, dict[str, MemoEntry], PairCounts] | None = None
         # RELATED_TO as last scored, and how the counts moved since (None: count afresh).
@@ -193,7 +198,7 @@ class MemoizedParts:
         """`related_edges` of the counts handed on, by delta from the last pass's scoring where
         it has one (`graph/related_delta.py`); the state is kept for the next."""
         kept = self._kept
-        if kept is None or counts is not kept[3]:  # not the counts handed on: nothing to keep
+        if kept is None or counts is not kept[3] or not self._held:  # nothing to keep it for
             return related_edges(counts, settings)
         if self._related is None:
             cols, self._scored = RelatedState.scored(counts, settings)

@@ -61,7 +61,9 @@ class Upkeep:
         }
         same = {d for d, held in inputs.items() if self.inputs.get(d) == held}
         self.inputs = dict(inputs)
-        parts = MemoizedParts(self.parts, same_input=same, matches=find, at=AT, blocked=frozenset())
+        parts = MemoizedParts(
+            self.parts, same_input=same, matches=find, at=AT, blocked=frozenset(), held=True
+        )
         batch = build_graph(chunks, mentions, settings=self.settings, find=find, parts_of=parts)
         self.runs += 1
         made = f"pass-{self.runs}"
@@ -227,3 +229,20 @@ def test_the_memo_survives_a_file_and_another_pass_is_not_used(tmp_path: Path) -
         assert parts.reused == set()
     path.write_bytes(b"torn")
     assert load_edge_memo(path) is None
+
+
+def test_related_state_is_kept_only_for_a_memo_held_in_memory() -> None:
+    """Building the state costs twice a plain scoring: a memo that only a file keeps (which
+    drops the units) is not handed one, a held memo is."""
+    chunks = [
+        page("A", "Quartz Clocks and Pendulum Clocks keep time."),
+        page("B", "Pendulum Clocks and Quartz Clocks swing."),
+    ]
+    for held in (False, True):
+        find = MemoizedMatches(None)
+        parts = MemoizedParts(None, matches=find, at=AT, blocked=frozenset(), held=held)
+        build_graph(chunks, {}, settings=GraphSettings(), find=find, parts_of=parts)
+        memo = parts.memo("pass", AT)
+        assert memo is not None
+        (units,) = memo.units
+        assert (units.related is not None) is held
