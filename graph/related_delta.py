@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import combinations, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -97,12 +97,13 @@ class RelatedState:
         a = list(map(name, pairs.a.tolist()))
         b = list(map(name, pairs.b.tolist()))
         strength = pairs.strength.tolist()
+        weight = list(map(round, strength, repeat(6)))  # as `ScoredRelated.columns` stores
         joint = pairs.joint.astype(np.int64).tolist()
         kept: dict[Pair, tuple[Key, float, int]] = {}
         kept_keys: dict[str, list[Key]] = {}
-        for x, y, s, n in zip(a, b, strength, joint, strict=True):  # strongest first: in order
+        for x, y, s, w, n in zip(a, b, strength, weight, joint, strict=True):  # strongest first
             key = (-s, x, y)
-            kept[(x, y)] = (key, round(s, 6), n)
+            kept[(x, y)] = (key, w, n)
             kept_keys.setdefault(x, []).append(key)
             kept_keys.setdefault(y, []).append(key)
         state = cls(
@@ -112,7 +113,7 @@ class RelatedState:
             kept=kept,
             kept_keys=kept_keys,
         )
-        return pairs.columns(), state
+        return related_columns(a, b, weight, joint), state  # the names mapped once
 
     def rescored(
         self, counts: PairCounts, change: UnitsChange, settings: GraphSettings
