@@ -38,7 +38,7 @@ from rayweave.graph.document_edges import DocumentPart, DocumentTally, Facts, do
 from rayweave.graph.fact_reads import KINDS, Kind, Reads, moved, recording
 from rayweave.graph.match_memo import MemoizedMatches
 from rayweave.graph.related_delta import RelatedState, UnitsChange
-from rayweave.graph.schema import EdgeColumns
+from rayweave.graph.schema import ColumnsDelta, EdgeColumns
 from rayweave.graph.share import Found, Kept, Share, by_document
 from rayweave.graph.store.change_log import StoreVersion
 
@@ -121,9 +121,10 @@ class MemoizedParts:
     write may have changed since (None: reuse nothing, as when the layer is read whole);
     `held`: whether the memo it leaves is held in memory for the next pass, which is then
     handed RELATED_TO's state to keep by delta (building it costs twice a plain scoring, lost
-    with a memo that only files keep). Leaves what to keep (`memo`) and the ids of the documents
-    it reused, whose edges it leaves out, on itself; hands on the documents' units counted from
-    the memo's counts (`_units`)."""
+    with a memo that only files keep). Leaves what to keep (`memo`), the ids of the documents
+    it reused, whose edges it leaves out, and what of RELATED_TO moved when kept by delta
+    (`related_delta`, for the sync to compare alone) on itself; hands on the documents' units
+    counted from the memo's counts (`_units`)."""
 
     def __init__(
         self,
@@ -146,6 +147,8 @@ class MemoizedParts:
         # RELATED_TO as last scored, and how the counts moved since (None: count afresh).
         self._related: tuple[RelatedState, UnitsChange] | None = None
         self._scored: RelatedState | None = None  # as scored of the counts handed on
+        # What of RELATED_TO can differ from what the last pass synced, when kept by delta.
+        self.related_delta: ColumnsDelta | None = None
 
     def __call__(self, share: Share, facts: Facts, found: Found, kept: Kept) -> Parts:
         header = _header(facts)
@@ -205,7 +208,7 @@ class MemoizedParts:
             return cols
         state, change = self._related
         self._related = None  # changed in place from here: used once
-        cols = state.rescored(counts, change, settings)
+        cols, self.related_delta = state.rescored(counts, change, settings)
         self._scored = state
         return cols
 

@@ -92,10 +92,12 @@ def rebuild_corpus_edges(
     clock = StepClock()
     kept = memos.kept if memos is not None else frozenset()
     old = memos.load() if memos is not None and not full else LayerMemos()
+    if memos is not None and old.snapshot is not None:
+        memos.hand_over_snapshot()  # changed in place below
     # What is stored is known first, from the version before anything is read (see
     # `graph/layer_snapshot.py`): writes that land while the pass runs are re-read next time.
     with clock.step("stored layer"):
-        stored = None if full else stored_layer(store, CORPUS_SOURCES, old.snapshot)
+        stored = None if full else stored_layer(store, CORPUS_SOURCES, old.snapshot, owned=True)
         unsettled = None if stored is None else stored.unsettled
     with clock.step("read chunks"):
         (chunks, mentions, extractions), content, read = _read_chunks(
@@ -158,6 +160,7 @@ def rebuild_corpus_edges(
                 keep_view="snapshot" in kept,
                 standing=set().union(*(doc_keys[d] for d in reuse.reused)) if reuse else set(),
                 columns=batch.columns,
+                delta=None if reuse is None else reuse.related_delta,
             )
     with clock.step("clean up"):
         store.delete_topics_except(batch.topics)

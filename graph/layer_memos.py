@@ -69,6 +69,11 @@ class MemoKeeper(Protocol):
         """Drop the snapshot: the stored layer may have changed without a log entry."""
         ...
 
+    def hand_over_snapshot(self) -> None:
+        """The loaded snapshot is the pass's to change in place: stop holding it, so that a
+        pass that fails half way leaves none (the next reads the layer whole)."""
+        ...
+
     def held_names(self) -> HeldNames | None:
         """The entity names the last synonymy read (`graph/held_names.py`; memory only)."""
         ...
@@ -120,6 +125,9 @@ class MemoFiles:
     def forget_snapshot(self) -> None:
         if self.snapshot is not None:
             self.snapshot.unlink(missing_ok=True)
+
+    def hand_over_snapshot(self) -> None:
+        pass  # each load reads its own copy
 
     def held_names(self) -> HeldNames | None:
         return None  # a file would cost what the read does, as for the pass's input
@@ -174,6 +182,11 @@ class HeldMemos:
             self._held = dataclasses.replace(self._held, snapshot=None)
         self._names = None
         self.files.forget_snapshot()
+
+    def hand_over_snapshot(self) -> None:
+        self.flush()  # its files are written first
+        if self._held is not None:
+            self._held = dataclasses.replace(self._held, snapshot=None)
 
     def held_names(self) -> HeldNames | None:
         return self._names

@@ -63,26 +63,34 @@ class StoredLayer:
 
 
 def stored_layer(
-    store: GraphStore, sources: Iterable[EdgeSource], snapshot: LayerSnapshot | None
+    store: GraphStore,
+    sources: Iterable[EdgeSource],
+    snapshot: LayerSnapshot | None,
+    *,
+    owned: bool = False,
 ) -> StoredLayer:
     """The stored synced edges of `sources`: from `snapshot` and the keys logged since it when
-    the log allows, else read whole."""
+    the log allows, else read whole. `owned`: the snapshot is the caller's to change, and
+    becomes the result (a copy of its 670k edges at 10k documents cost 0.2 s a pass)."""
     sources = tuple(sources)
     if snapshot is not None and snapshot.ns == store.ns and snapshot.at.stamp is not None:
         changes = store.changes_since(snapshot.at.version, stamp=snapshot.at.stamp)
         if not changes.full:
             keys = changes.keys
-            view = {k: v for k, v in snapshot.view.items() if k[3] not in keys and k[4] not in keys}
+            view = snapshot.view if owned else dict(snapshot.view)
             # An entity is never written away under an edge that the next pass still makes
             # (`graph/edge_memo.py`); a chunk or document can be, by ingesting it again.
             entity = NodeLabel.ENTITY.value
             starts: set[str] = set()
             if keys:
-                starts = {k[3] for k in snapshot.view if k[4] in keys and k[2] != entity}
+                dropped = [k for k in view if k[3] in keys or k[4] in keys]
+                starts = {k[3] for k in dropped if k[4] in keys and k[2] != entity}
+                for k in dropped:
+                    del view[k]
                 view.update(store.stored_edges(sources, touching=keys))
             entities = None
             if snapshot.entities is not None:  # a key written since is read again, or gone
-                entities = dict(snapshot.entities)  # a copy: the held snapshot stays as it is
+                entities = snapshot.entities if owned else dict(snapshot.entities)
                 for key in keys:
                     entities.pop(key, None)
                 if keys:

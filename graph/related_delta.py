@@ -43,7 +43,7 @@ from rayweave.graph.cooccurrence import (
     related_strength,
     scored_related,
 )
-from rayweave.graph.schema import EdgeColumns
+from rayweave.graph.schema import ColumnsDelta, EdgeColumns
 
 Pair = tuple[str, str]
 Key = tuple[float, str, str]  # (-strength, a, b): the greedy's order, ties by the names
@@ -117,9 +117,10 @@ class RelatedState:
 
     def rescored(
         self, counts: PairCounts, change: UnitsChange, settings: GraphSettings
-    ) -> EdgeColumns:
+    ) -> tuple[EdgeColumns, ColumnsDelta | None]:
         """`related_edges` of `counts`, which are the counts this state was kept for, changed by
-        `change`; keeps the state for them. In no particular order."""
+        `change`, in no particular order; keeps the state for them. With them, what can differ
+        from the columns of the state as it was (None: scored afresh, anything can)."""
         self._move_partners(counts, change)
         if self.rule != _rule(settings) or self.total != corpus_scale(counts.sets):
             cols, fresh = RelatedState.scored(counts, settings, self.partners)
@@ -129,9 +130,22 @@ class RelatedState:
                 fresh.kept,
                 fresh.kept_keys,
             )
-            return cols
-        _Sweep(self, counts, settings).run(_moved_pairs(self.partners, change))
-        return self.columns()
+            return cols, None
+        sweep = _Sweep(self, counts, settings)
+        sweep.run(_moved_pairs(self.partners, change))
+        return self.columns(), self._delta(sweep.changed)
+
+    def _delta(self, changed: Iterable[Pair]) -> ColumnsDelta:
+        now = [(pair, self.kept[pair]) for pair in changed if pair in self.kept]
+        return ColumnsDelta(
+            now=related_columns(
+                [p[0] for p, _ in now],
+                [p[1] for p, _ in now],
+                [w for _, (_, w, _) in now],
+                [n for _, (_, _, n) in now],
+            ),
+            gone=[pair for pair in changed if pair not in self.kept],
+        )
 
     def columns(self) -> EdgeColumns:
         # Mapped in C from what is held: a `round` and a look-up of the count per pair took
@@ -196,9 +210,13 @@ class _Sweep:
         self.heap: list[tuple[Key, int]] = []
         self.queued: set[tuple[Key, int]] = set()
         self.order: dict[str, list[Key]] = {}  # name -> its candidate pairs' keys now, in order
+        # The pairs whose kept place, weight or count may differ from before: the moved ones
+        # and those whose decision flipped; every other kept pair is as it was.
+        self.changed: set[Pair] = set()
 
     def run(self, moved: set[Pair]) -> None:
         state = self.state
+        self.changed |= moved
         new = dict(zip(moved, self.keys(list(moved)), strict=True))
         for pair, key in new.items():
             old = state.kept.get(pair)
@@ -244,6 +262,7 @@ class _Sweep:
             del self.state.kept[pair]
 
     def mark(self, key: Key, *, kept: bool) -> None:
+        self.changed.add((key[1], key[2]))
         lists = self.state.kept_keys
         for x in key[1:]:
             keys = lists.get(x, [])

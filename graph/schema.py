@@ -290,6 +290,17 @@ class EdgeColumns:
         ]
 
 
+@dataclass(frozen=True, slots=True)
+class ColumnsDelta:
+    """Which pairs of a pass's `EdgeColumns` can differ from the columns the last pass synced:
+    `now`, those of them that are in the columns (as they are there), and `gone`, those that
+    no longer are (entity ids, as the columns name them). Every other pair is as the last pass
+    left it (`graph/related_delta.py` knows which pairs a change moved)."""
+
+    now: EdgeColumns
+    gone: Sequence[tuple[str, str]]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GraphBatch:
     """What the builders produce and `GraphStore.write_batch` writes. `columns`: edges handed

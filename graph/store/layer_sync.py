@@ -16,6 +16,7 @@ from typing import Any
 from rayweave.graph.names import normalize_name, unique
 from rayweave.graph.schema import (
     CHUNK_LABELS,
+    ColumnsDelta,
     EdgeColumns,
     EdgeRow,
     EdgeSource,
@@ -36,6 +37,7 @@ EntityView = dict[str, tuple[str, str, tuple[str, ...]]]  # entity key -> name, 
 _ENTITY_COLUMNS = {"k": "e.key", "name": "e.name", "kind": "e.kind", "aliases": "e.aliases"}
 _SYNCED_STARTS = (*CHUNK_LABELS, NodeLabel.ENTITY)  # the rule-made layer starts at these
 _ENTITY, _TOPIC = NodeLabel.ENTITY.value, NodeLabel.TOPIC.value
+_COLUMN_FORM = ("weight", "confidence", "source", "count")  # what a columns' edge stores
 _EDGE_COLUMNS = {  # an edge as `stored_edges` reads it (`r`, from `a` to `b`)
     "t": "type(r)",
     "la": "labels(a)[0]",
@@ -73,14 +75,14 @@ def _stored_form(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def _changed_columns(
     cols: EdgeColumns,
-    stored: LayerView,
-    view: LayerView | None,
+    view: LayerView,
+    seen: set[EdgeKey],
     touched: list[EdgeKey],
     key: Mapping[str, str],
 ) -> tuple[list[dict[str, Any]], int]:
-    """The rows of `cols` that differ from `stored` (whose entries it pops, adding the keys it
-    writes to `touched` and every edge to `view`), and how many do not. An edge as stored is
-    not made into a row at all: at 10k documents that is 250k co-occurrence edges a pass."""
+    """The rows of `cols` that differ from `view` (which takes them, as `touched` does their
+    keys; `seen`, every key), and how many do not. An edge as stored is not made into a row at
+    all: at 10k documents that is 250k co-occurrence edges a pass, when all are compared."""
     t, la, lb = cols.rel.value, _ENTITY, _ENTITY
     source = cols.source.value
     changed: list[dict[str, Any]] = []
@@ -90,7 +92,8 @@ def _changed_columns(
     ):
         s, d = key[s_id], key[d_id]
         k = (t, la, lb, s, d)
-        was = stored.pop(k, None)
+        seen.add(k)
+        was = view.get(k)
         if (
             was is not None
             and was.get("weight") == w
@@ -99,15 +102,47 @@ def _changed_columns(
             and was.get("source") == source
         ):  # `_edge_differs` spelled out: the row's form would hold just these
             same += 1
-            if view is not None:
-                view[k] = was
             continue
         row = {"s": s, "d": d, "w": w, "c": c, "src": source, "n": n, "props": {}}
         changed.append(row)
         touched.append(k)
-        if view is not None:
-            view[k] = _stored_form(row)
+        view[k] = _stored_form(row)
     return changed, same
+
+
+@dataclass(slots=True)
+class _Unmade:
+    """The stored edges a sync did not make (`_unmade`): `rest`, those it deletes; `typed`,
+    those of the columns' types between entities (deleted unless a delta says which went);
+    `foreign`, whether any of those is not in the form the columns write (a row merged in)."""
+
+    rest: list[EdgeKey] = field(default_factory=list)
+    typed: list[EdgeKey] = field(default_factory=list)
+    foreign: bool = False
+
+
+def _unmade(
+    view: LayerView,
+    seen: AbstractSet[EdgeKey],
+    standing: AbstractSet[str],
+    columns: Sequence[EdgeColumns],
+) -> _Unmade:
+    """One walk over the stored edges (670k at 10k documents, most of them standing)."""
+    types = {c.rel.value for c in columns}
+    forms = {(c.rel.value, c.source.value) for c in columns}
+    out = _Unmade()
+    for k, v in view.items():
+        if k[3] in standing and k[1] != _ENTITY and k[2] != _TOPIC:  # `own_edge`, kept
+            continue
+        if k in seen:
+            continue
+        if k[0] in types and k[1] == _ENTITY and k[2] == _ENTITY:
+            out.typed.append(k)
+            if (k[0], v.get("source")) not in forms or len(v) != len(_COLUMN_FORM):
+                out.foreign = True
+        else:
+            out.rest.append(k)
+    return out
 
 
 def _entity_ends(keys: Iterable[EdgeKey]) -> frozenset[str]:
@@ -175,50 +210,73 @@ class GraphLayerSync(GraphWrites, StoreConnection):
         keep_view: bool = False,
         standing: AbstractSet[str] = frozenset(),
         columns: Sequence[EdgeColumns] = (),
+        delta: ColumnsDelta | None = None,
     ) -> EdgeSync:
         """Make the namespace's edges of `sources` equal `edges` and `columns`: write new and
         changed rows, delete the stored rows of those sources that neither holds any more.
-        `stored`: what `stored_edges` would read now (it is consumed); `keep_view`: return the
-        result's view; `standing`: the keys of the nodes whose own edges (`own_edge`) are kept
-        as stored and are not in `edges` (a memo reused their documents' edges,
-        `graph/edge_memo.py`); `columns`: edges between entities, none repeating a pair of
-        `edges`, compared as they come (most are as stored) instead of grouped as rows."""
-        stored = self.stored_edges(sources) if stored is None else stored
-        view: LayerView | None = {} if keep_view else None
+        `stored`: what `stored_edges` would read now, which the sync changes in place into
+        what is stored after it (`keep_view`: returned); `standing`: the keys of the nodes
+        whose own edges (`own_edge`) are kept as stored and are not in `edges` (a memo reused
+        their documents' edges, `graph/edge_memo.py`); `columns`: edges between entities,
+        none repeating a pair of `edges`, compared as they come (most are as stored) instead of
+        grouped as rows; `delta`: what of `columns` (one) can differ from what the last sync
+        wrote of them, when that is known: only it is compared, and only its `gone` pairs are
+        deleted, unless rows of the columns' type are synced too or stored in another form
+        (an extractor's statements merged in): then every pair is."""
+        view = self.stored_edges(sources) if stored is None else stored
+        seen: set[EdgeKey] = set()  # every edge this sync makes
+        touched: list[EdgeKey] = []  # written here
         written = unchanged = 0
-        touched: list[EdgeKey] = []  # written here; what `stored` keeps at the end is deleted
+        types = {c.rel for c in columns}
+        merged = False  # rows of a columns' type between entities
         for (rel, src, dst), rows in group_edges(edges, self.key).items():
             changed = []
             synced = src in _SYNCED_STARTS
+            merged |= rel in types and src is NodeLabel.ENTITY and dst is NodeLabel.ENTITY
             t, la, lb = rel.value, src.value, dst.value
             for (s, d), row in rows.items():
                 key = (t, la, lb, s, d)
                 form = _stored_form(row)
-                if view is not None and synced:
-                    view[key] = form
-                if _edge_differs(stored.pop(key, None), form):
+                if synced:
+                    seen.add(key)
+                if _edge_differs(view.get(key), form):
                     changed.append(row)
                     touched.append(key)
+                    if synced:
+                        view[key] = form
                 else:
                     unchanged += 1
             written += self._write_changed(rel, src, dst, changed)
-        for cols in columns:
-            changed, same = _changed_columns(cols, stored, view, touched, KeyCache(self.key))
+        unmade = _unmade(view, seen, standing, columns)
+        by_delta = (
+            delta is not None
+            and [c.rel for c in columns] == [delta.now.rel]
+            and not merged
+            and not unmade.foreign
+        )
+        keys = KeyCache(self.key)
+        gone = unmade.rest
+        for cols in (delta.now,) if by_delta and delta is not None else columns:
+            changed, same = _changed_columns(cols, view, seen, touched, keys)
             unchanged += same
             written += self._write_changed(cols.rel, NodeLabel.ENTITY, NodeLabel.ENTITY, changed)
-        if standing:  # what is left of `stored` is deleted below, except these
-            kept = [k for k in stored if k[3] in standing and own_edge(k)]
-            for k in kept:
-                form = stored.pop(k)
-                if view is not None:
-                    view[k] = form
-        deleted = self._delete_edges(stored)
+        if by_delta and delta is not None:
+            t = delta.now.rel.value
+            for s_id, d_id in delta.gone:
+                k = (t, _ENTITY, _ENTITY, keys[s_id], keys[d_id])
+                if k in view and k not in seen:
+                    gone.append(k)
+        else:
+            gone += [k for k in unmade.typed if k not in seen]
+        for k in gone:
+            del view[k]
+        deleted = self._delete_edges(gone)
         return EdgeSync(
             edges_written=written,
             edges_deleted=deleted,
             edges_unchanged=unchanged,
-            view=view,
-            entity_ends=_entity_ends([*touched, *stored]),
+            view=view if keep_view else None,
+            entity_ends=_entity_ends([*touched, *gone]),
         )
 
     def _write_changed(
@@ -286,7 +344,7 @@ class GraphLayerSync(GraphWrites, StoreConnection):
             for r in rows
         }
 
-    def _delete_edges(self, gone: Mapping[EdgeKey, object]) -> int:
+    def _delete_edges(self, gone: Iterable[EdgeKey]) -> int:
         """Delete edges by their ends' keys; a MENTIONS edge that goes changes its entity's df."""
         grouped: dict[tuple[str, str, str], list[dict[str, str]]] = {}
         for t, la, lb, s, d in gone:

@@ -81,6 +81,25 @@ def test_forgetting_the_snapshot_drops_it_in_memory_and_on_disk(tmp_path: Path) 
     assert _made(files.load()) == (None, "p1", "p1")
 
 
+def test_a_snapshot_handed_over_is_written_first_and_no_longer_held(tmp_path: Path) -> None:
+    """The pass changes a handed-over snapshot in place: one that fails half way must leave
+    neither it in memory nor a file written from it."""
+    files = MemoFiles.under(tmp_path, "ns")
+    held = HeldMemos(files)
+    held.keep(_memos("p1", 1))
+    loaded = held.load()
+    held.hand_over_snapshot()
+    assert loaded.snapshot is not None
+    loaded.snapshot.view[("RELATED_TO", "Entity", "Entity", "a", "b")] = {}  # the pass's change
+    assert _made(held.load()) == (None, "p1", "p1")
+    written = files.load().snapshot
+    assert written is not None
+    assert written.at.version == 1
+    assert written.view == {}
+    files.hand_over_snapshot()  # each load of a file is its own copy: nothing to let go
+    assert _made(files.load()) == (1, "p1", "p1")
+
+
 def test_a_failed_write_is_logged_and_memory_still_serves(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

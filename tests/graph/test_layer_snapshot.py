@@ -33,6 +33,14 @@ def test_snapshot_and_log_equal_a_whole_read(graph_store: GraphStore, tmp_path: 
         assert found.reread is not None
         assert found.view == whole, f"step {step}"
         assert found.entities == graph_store.stored_entities(), f"step {step}"
+        # The caller's own copy is changed into the same, in place.
+        own = load_snapshot(layer)
+        assert own is not None
+        taken = stored_layer(graph_store, CORPUS_SOURCES, own, owned=True)
+        assert taken.view is own.view
+        assert taken.view == whole
+        assert taken.entities is own.entities
+        assert taken.unsettled == found.unsettled
         assert (
             update_entity_layer(graph_store, None, memos=MemoFiles(snapshot=layer)).corpus.reread
             is not None

@@ -40,9 +40,18 @@ def change(
     new: Sequence[AbstractSet[str]],
     cfg: GraphSettings,
 ) -> EdgeColumns:
+    """The columns of `counts` changed so, by delta; what the delta says moved, applied to the
+    columns before, gives them."""
+    before = {pair: (w, n) for pair, (_, w, n) in state.kept.items()}
     counts.uncount(gone)
     counts.count(new)
-    return state.rescored(counts, UnitsChange.of(gone, new), cfg)
+    cols, delta = state.rescored(counts, UnitsChange.of(gone, new), cfg)
+    if delta is not None:
+        now = {(s, d): (w, n) for s, d, w, n in rows(delta.now)}
+        assert now.keys().isdisjoint(delta.gone)
+        applied = {p: v for p, v in {**before, **now}.items() if p not in set(delta.gone)}
+        assert sorted((*p, *v) for p, v in applied.items()) == rows(cols)
+    return cols
 
 
 def test_units_change_is_net() -> None:

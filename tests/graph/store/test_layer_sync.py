@@ -8,10 +8,13 @@ import pytest
 
 from rayweave.graph.schema import (
     CORPUS_SOURCES,
+    ColumnsDelta,
     EdgeColumns,
+    EdgeRow,
     EdgeSource,
     GraphBatch,
     NodeLabel,
+    NodeRef,
     RelType,
 )
 from rayweave.graph.store import GraphStore
@@ -144,3 +147,90 @@ def test_columns_sync_as_their_rows_do(graph_store: GraphStore) -> None:
     gone = graph_store.sync_edges(rows, CORPUS_SOURCES, columns=[last], stored=by_rows.view)
     assert (gone.edges_written, gone.edges_deleted, gone.edges_unchanged) == (0, 1, 6)
     assert graph_store.counts().rel(RelType.RELATED_TO) == 1
+
+
+def _related(store: GraphStore) -> list[tuple[str, str, float, str]]:
+    rows = store.read(
+        "MATCH (a:Entity {ns: $ns})-[r:RELATED_TO]->(b) "
+        "RETURN a.id AS a, b.id AS b, r.weight AS w, r.source AS src ORDER BY a, b"
+    )
+    return [(r["a"], r["b"], r["w"], r["src"]) for r in rows]
+
+
+def test_a_delta_compares_and_deletes_only_the_pairs_it_names(graph_store: GraphStore) -> None:
+    write_two_docs(graph_store)
+    graph_store.write_entities([entity("third", "Third Thing")])
+    rows = [e for e in two_doc_edges() if e.rel is not RelType.RELATED_TO]
+    first = _columns([("shared", "lonely", 0.4, 1), ("shared", "third", 0.3, 3)])
+    view = graph_store.sync_edges(rows, CORPUS_SOURCES, columns=[first], keep_view=True).view
+    assert view is not None
+
+    # The columns say the first pair's weight moved and the second's did not; the delta names
+    # only the first, so the second is not even looked at (the store's copy of it is stale).
+    stale = _columns([("shared", "third", 0.9, 3)])
+    graph_store.write_batch(GraphBatch(edges=tuple(stale.rows())), mode="replace")
+    after = _columns([("shared", "lonely", 0.5, 2), ("shared", "third", 0.3, 3)])
+    moved = ColumnsDelta(now=_columns([("shared", "lonely", 0.5, 2)]), gone=[])
+    sync = graph_store.sync_edges(
+        rows, CORPUS_SOURCES, columns=[after], delta=moved, stored=view, keep_view=True
+    )
+    assert (sync.edges_written, sync.edges_deleted, sync.edges_unchanged) == (1, 0, 5)
+    assert _related(graph_store) == [
+        ("shared", "lonely", 0.5, "cooccurrence"),
+        ("shared", "third", 0.9, "cooccurrence"),
+    ]
+    assert sync.view is view  # changed in place
+
+    # A pair that went is deleted when the delta names it.
+    last = _columns([("shared", "third", 0.3, 3)])
+    went = ColumnsDelta(now=_columns([]), gone=[("shared", "lonely"), ("lonely", "third")])
+    sync = graph_store.sync_edges(rows, CORPUS_SOURCES, columns=[last], delta=went, stored=view)
+    assert (sync.edges_written, sync.edges_deleted) == (0, 1)
+    assert [(a, b) for a, b, _, _ in _related(graph_store)] == [("shared", "third")]
+
+
+def test_a_stored_row_that_columns_did_not_write_makes_a_delta_compare_every_pair(
+    graph_store: GraphStore,
+) -> None:
+    """An extractor's statement merged into a pair is stored as a row with its predicate: once
+    the statement goes, the pair must be written as the columns have it, which no delta of
+    co-occurrence names."""
+    write_two_docs(graph_store)
+    graph_store.write_entities([entity("third", "Third Thing")])
+    rows = [e for e in two_doc_edges() if e.rel is not RelType.RELATED_TO]
+    said = EdgeRow(
+        rel=RelType.RELATED_TO,
+        src=NodeRef(NodeLabel.ENTITY, "shared"),
+        dst=NodeRef(NodeLabel.ENTITY, "third"),
+        weight=0.8,
+        confidence=0.8,
+        source=EdgeSource.LLM,
+        props={"predicate": "calls"},
+    )
+    cols = _columns([("shared", "lonely", 0.4, 1)])
+    view = graph_store.sync_edges(
+        [*rows, said], CORPUS_SOURCES, columns=[cols], keep_view=True
+    ).view
+    now = _columns([("shared", "lonely", 0.4, 1), ("shared", "third", 0.3, 3)])
+    moved = ColumnsDelta(now=_columns([]), gone=[])
+    sync = graph_store.sync_edges(rows, CORPUS_SOURCES, columns=[now], delta=moved, stored=view)
+    assert (sync.edges_written, sync.edges_deleted) == (1, 0)
+    assert _related(graph_store) == [
+        ("shared", "lonely", 0.4, "cooccurrence"),
+        ("shared", "third", 0.3, "cooccurrence"),
+    ]
+
+    # Rows of the columns' type in this sync (a statement that stays) also compare every pair.
+    now = _columns([("shared", "lonely", 0.6, 2)])
+    sync = graph_store.sync_edges(
+        [*rows, said],
+        CORPUS_SOURCES,
+        columns=[now],
+        delta=moved,
+        stored=graph_store.stored_edges(CORPUS_SOURCES),
+    )
+    assert (sync.edges_written, sync.edges_deleted) == (2, 0)
+    assert _related(graph_store) == [
+        ("shared", "lonely", 0.6, "cooccurrence"),
+        ("shared", "third", 0.8, "llm"),
+    ]
