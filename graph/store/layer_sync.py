@@ -126,22 +126,27 @@ def _unmade(
     seen: AbstractSet[EdgeKey],
     standing: AbstractSet[str],
     columns: Sequence[EdgeColumns],
+    *,
+    by_delta: bool,
 ) -> _Unmade:
-    """One walk over the stored edges (670k at 10k documents, most of them standing)."""
-    types = {c.rel.value for c in columns}
-    forms = {(c.rel.value, c.source.value) for c in columns}
+    """One walk over the stored edges (670k at 10k documents, most of them standing); `typed`
+    is found, or `foreign` checked, as `by_delta` needs. A key of the columns' types is not
+    looked up in `seen` here: whoever uses `typed` does."""
+    source = {c.rel.value: c.source.value for c in columns}
+    size = len(_COLUMN_FORM)
     out = _Unmade()
+    rest, typed = out.rest, out.typed
     for k, v in view.items():
-        if k[3] in standing and k[1] != _ENTITY and k[2] != _TOPIC:  # `own_edge`, kept
-            continue
-        if k in seen:
-            continue
-        if k[0] in types and k[1] == _ENTITY and k[2] == _ENTITY:
-            out.typed.append(k)
-            if (k[0], v.get("source")) not in forms or len(v) != len(_COLUMN_FORM):
+        if k[1] != _ENTITY:  # from a chunk or document: its own edges are kept when standing
+            if (k[2] == _TOPIC or k[3] not in standing) and k not in seen:
+                rest.append(k)
+        elif k[0] in source and k[2] == _ENTITY:
+            if not by_delta:
+                typed.append(k)
+            elif v.get("source") != source[k[0]] or len(v) != size:
                 out.foreign = True
-        else:
-            out.rest.append(k)
+        elif k not in seen:
+            rest.append(k)
     return out
 
 
@@ -247,13 +252,11 @@ class GraphLayerSync(GraphWrites, StoreConnection):
                 else:
                     unchanged += 1
             written += self._write_changed(rel, src, dst, changed)
-        unmade = _unmade(view, seen, standing, columns)
-        by_delta = (
-            delta is not None
-            and [c.rel for c in columns] == [delta.now.rel]
-            and not merged
-            and not unmade.foreign
-        )
+        by_delta = delta is not None and [c.rel for c in columns] == [delta.now.rel] and not merged
+        unmade = _unmade(view, seen, standing, columns, by_delta=by_delta)
+        if unmade.foreign:  # rare: walk again for every stored edge of the columns' types
+            by_delta = False
+            unmade = _unmade(view, seen, standing, columns, by_delta=False)
         keys = KeyCache(self.key)
         gone = unmade.rest
         for cols in (delta.now,) if by_delta and delta is not None else columns:
