@@ -290,15 +290,25 @@ def topics_from_counts(
     `counts` holds every keyword's document frequency and the pairs of frequent ones;
     `doc_keywords` each document's frequent keywords.
     """
+    topics = keyword_topics(counts, surface, settings)
+    return topics, belongs_edges(topics, doc_keywords)
+
+
+TopicsOf = Callable[
+    [PairCounts, Mapping[str, Counter[str]], Mapping[str, set[str]], GraphSettings],
+    tuple[list[TopicRow], list[EdgeRow]],
+]
+"""How a pass makes its topics and BELONGS_TO edges: `topics_from_counts`, or by delta from the
+last pass's (`graph/topic_delta.py`), whose edges are then only those that can have changed."""
+
+
+def keyword_topics(
+    counts: PairCounts, surface: Mapping[str, Counter[str]], settings: GraphSettings
+) -> list[TopicRow]:
+    """The topics of `topics_from_counts`, by id; each lists all its keywords."""
     df = counts.df
-    best = _keyword_partners(counts, settings)
-    docs_with: dict[str, list[str]] = defaultdict(list)  # keyword -> documents, by id
-    for doc_id in sorted(doc_keywords):
-        for kw in doc_keywords[doc_id]:
-            docs_with[kw].append(doc_id)
     topics: list[TopicRow] = []
-    edges: list[EdgeRow] = []
-    for members in _connected_groups(best):
+    for members in _connected_groups(_keyword_partners(counts, settings)):
         if len(members) < 2:
             continue
         ranked = sorted(members, key=lambda k: (-df[k], k))
@@ -306,10 +316,45 @@ def topics_from_counts(
         # The commonest surface form; ties by the form, not by which document came first.
         names = [min(surface[k].items(), key=lambda kv: (-kv[1], kv[0]))[0] for k in ranked[:3]]
         topics.append(TopicRow(id=tid, name=", ".join(names), keywords=tuple(ranked)))
-        holders = sorted({d for k in members for d in docs_with.get(k, ())})
-        edges.extend(_belongs_edges(tid, members, {d: doc_keywords[d] for d in holders}))
     topics.sort(key=lambda t: t.id)
-    return topics, edges
+    return topics
+
+
+def belongs_edges(
+    topics: Sequence[TopicRow], doc_keywords: Mapping[str, AbstractSet[str]]
+) -> list[EdgeRow]:
+    """Every document's BELONGS_TO edge to each topic it shares a keyword with."""
+    docs_with: dict[str, list[str]] = defaultdict(list)  # keyword -> documents, by id
+    for doc_id in sorted(doc_keywords):
+        for kw in doc_keywords[doc_id]:
+            docs_with[kw].append(doc_id)
+    edges: list[EdgeRow] = []
+    for topic in topics:
+        members = frozenset(topic.keywords)
+        for doc_id in sorted({d for k in members for d in docs_with.get(k, ())}):
+            row = belongs_edge(topic.id, members, doc_id, doc_keywords[doc_id])
+            if row is not None:
+                edges.append(row)
+    return edges
+
+
+def belongs_edge(
+    tid: str, members: AbstractSet[str], doc_id: str, keywords: AbstractSet[str]
+) -> EdgeRow | None:
+    """The document's BELONGS_TO edge to the topic of `members` (None: no keyword shared)."""
+    shared = len(keywords & members)
+    if not shared:
+        return None
+    share = round(shared / len(members), 6)
+    return EdgeRow(
+        rel=RelType.BELONGS_TO,
+        src=NodeRef(NodeLabel.DOCUMENT, doc_id),
+        dst=NodeRef(NodeLabel.TOPIC, tid),
+        weight=share,
+        confidence=share,
+        source=EdgeSource.KEYWORDS,
+        count=shared,
+    )
 
 
 def document_keywords(
@@ -361,24 +406,3 @@ def _connected_groups(best: Mapping[str, tuple[float, str]]) -> list[set[str]]:
     for k in best:
         clusters[find(k)].add(k)
     return list(clusters.values())
-
-
-def _belongs_edges(
-    tid: str, members: set[str], doc_keywords: Mapping[str, set[str]]
-) -> list[EdgeRow]:
-    edges: list[EdgeRow] = []
-    for doc_id, kws in sorted(doc_keywords.items()):
-        share = len(kws & members) / len(members)
-        if share > 0:
-            edges.append(
-                EdgeRow(
-                    rel=RelType.BELONGS_TO,
-                    src=NodeRef(NodeLabel.DOCUMENT, doc_id),
-                    dst=NodeRef(NodeLabel.TOPIC, tid),
-                    weight=round(share, 6),
-                    confidence=round(share, 6),
-                    source=EdgeSource.KEYWORDS,
-                    count=len(kws & members),
-                )
-            )
-    return edges

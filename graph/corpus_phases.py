@@ -37,6 +37,7 @@ from rayweave.graph.comentions import comention_edges
 from rayweave.graph.cooccurrence import (
     PairCounts,
     RelatedOf,
+    TopicsOf,
     chunk_units,
     document_keywords,
     related_edges,
@@ -320,12 +321,13 @@ def facts(lex: Lexicon, ctx: Context) -> Facts:
 @dataclass(frozen=True, slots=True)
 class Parts:
     """The documents' phase 3; `units`: their units' co-occurrence counts, when whoever made
-    the parts has them without counting every document, and `related` what scores RELATED_TO
-    of those (`graph/edge_memo.py`)."""
+    the parts has them without counting every document, `related` what scores RELATED_TO of
+    those and `topics` what makes the topics (`graph/edge_memo.py`)."""
 
     parts: list[DocumentPart]
     units: PairCounts | None = None
     related: RelatedOf = related_edges
+    topics: TopicsOf = topics_from_counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,6 +335,7 @@ class ShareEdges:
     edges: list[EdgeRow]  # every edge from the share's chunks and documents, final
     cross: CrossTally
     related: RelatedOf = related_edges  # how phase 4 scores `cross.units`
+    topics: TopicsOf = topics_from_counts  # and makes the topics
 
 
 PartsOf = Callable[[Share, Facts, Found, Kept], Parts]
@@ -371,6 +374,7 @@ def share_edges(
         edges=[e for p in made.parts for e in p.edges],
         cross=cross_tally(tallies, ctx.chunk_df, ctx.settings, units=made.units),
         related=made.related,
+        topics=made.topics,
     )
 
 
@@ -386,11 +390,16 @@ class CorpusEdges:
 
 
 def corpus_layer(
-    cross: CrossTally, lex: Lexicon, ctx: Context, *, related_of: RelatedOf = related_edges
+    cross: CrossTally,
+    lex: Lexicon,
+    ctx: Context,
+    *,
+    related_of: RelatedOf = related_edges,
+    topics_of: TopicsOf = topics_from_counts,
 ) -> CorpusEdges:
     """Edges between entities (an extractor's statements, co-occurrence, sentences), topics with
     their documents, and the entity rows that any edge of the corpus uses (`related_of`: how
-    co-occurrence is scored, by default afresh)."""
+    co-occurrence is scored, `topics_of` how topics are made, by default afresh)."""
     cfg = ctx.settings
     acc = EdgeAccumulator()
     add_statements(acc, cross.statements)
@@ -401,7 +410,7 @@ def corpus_layer(
         for e in rows:
             acc.add_row(e)
     keywords = PairCounts(sets=ctx.keywords.sets, df=ctx.keywords.df, joint=cross.keyword_pairs)
-    topics, belongs = topics_from_counts(keywords, ctx.surfaces, cross.doc_keywords, cfg)
+    topics, belongs = topics_of(keywords, ctx.surfaces, cross.doc_keywords, cfg)
     for e in belongs:
         acc.add_row(e)
     if cfg.sentence_links:
@@ -467,7 +476,7 @@ def build_in_one(
     found = (find or Lexicon.found)(lex, share.chunks)
     ctx = context(names, tally_matches(share, lex, found), settings)
     part = share_edges(share, lex, ctx, found, kept, parts_of=parts_of)
-    layer = corpus_layer(part.cross, lex, ctx, related_of=part.related)
+    layer = corpus_layer(part.cross, lex, ctx, related_of=part.related, topics_of=part.topics)
     related = (layer.related,) if columns else ()
     return GraphBatch(
         entities=tuple(layer.entities),

@@ -23,6 +23,7 @@ import dataclasses
 import hashlib
 import logging
 import pickle
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -32,15 +33,21 @@ from pathlib import Path
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, Entity
 from rayweave.graph.cache_file import read_cache, write_cache
-from rayweave.graph.cooccurrence import PairCounts, related_edges
+from rayweave.graph.cooccurrence import (
+    PairCounts,
+    keyword_topics,
+    related_edges,
+    topics_from_counts,
+)
 from rayweave.graph.corpus_phases import Parts
 from rayweave.graph.document_edges import DocumentPart, DocumentTally, Facts, document_part
 from rayweave.graph.fact_reads import KINDS, Kind, Reads, moved, recording
 from rayweave.graph.match_memo import MemoizedMatches
 from rayweave.graph.related_delta import RelatedState, UnitsChange
-from rayweave.graph.schema import ColumnsDelta, EdgeColumns
+from rayweave.graph.schema import ColumnsDelta, EdgeColumns, EdgeRow, RowsDelta, TopicRow
 from rayweave.graph.share import Found, Kept, Share, by_document
 from rayweave.graph.store.change_log import StoreVersion
+from rayweave.graph.topic_delta import BelongsState
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +83,11 @@ class EdgeMemo:
 @dataclass(frozen=True, slots=True)
 class HeldUnits:
     """The documents' units counted (`PairCounts.count`), and RELATED_TO as scored of exactly
-    these counts, to keep by delta (None: not scored)."""
+    these counts, to keep by delta (None: not scored); BELONGS_TO as the same pass made it."""
 
     counts: PairCounts
     related: RelatedState | None = None
+    belongs: BelongsState | None = None
 
 
 def _header(facts: Facts) -> str:
@@ -149,6 +157,11 @@ class MemoizedParts:
         self._scored: RelatedState | None = None  # as scored of the counts handed on
         # What of RELATED_TO can differ from what the last pass synced, when kept by delta.
         self.related_delta: ColumnsDelta | None = None
+        # BELONGS_TO as the last pass made it and the documents changed since (None: afresh),
+        # as made of this pass's topics, and what of it went when kept by delta.
+        self._belongs: tuple[BelongsState, frozenset[str]] | None = None
+        self._made_belongs: BelongsState | None = None
+        self.belongs_delta: RowsDelta | None = None
 
     def __call__(self, share: Share, facts: Facts, found: Found, kept: Kept) -> Parts:
         header = _header(facts)
@@ -193,9 +206,12 @@ class MemoizedParts:
                 for kind, answers in reads.items():
                     table[kind].update(answers)
             entries[doc_id] = entry
-        units, self._related = _units(old, entries, self.reused)
+        units, self._related, belongs = _units(old, entries, self.reused)
+        if belongs is not None and old is not None:
+            rewritten = (entries.keys() | old.documents.keys()) - self.reused
+            self._belongs = (belongs, frozenset(rewritten))
         self._kept = (header, table, entries, units)
-        return Parts(parts, units, related=self.related)
+        return Parts(parts, units, related=self.related, topics=self.topics)
 
     def related(self, counts: PairCounts, settings: GraphSettings) -> EdgeColumns:
         """`related_edges` of the counts handed on, by delta from the last pass's scoring where
@@ -212,13 +228,36 @@ class MemoizedParts:
         self._scored = state
         return cols
 
+    def topics(
+        self,
+        counts: PairCounts,
+        surface: Mapping[str, Counter[str]],
+        doc_keywords: Mapping[str, set[str]],
+        settings: GraphSettings,
+    ) -> tuple[list[TopicRow], list[EdgeRow]]:
+        """`topics_from_counts`; from the last pass's BELONGS_TO where it has it, only the edges
+        that can differ from those (`graph/topic_delta.py`, `belongs_delta` saying which went).
+        The edges are kept for the next pass."""
+        if self._kept is None or not self._held:  # nothing to keep them for
+            return topics_from_counts(counts, surface, doc_keywords, settings)
+        if self._belongs is None:
+            topics, edges = topics_from_counts(counts, surface, doc_keywords, settings)
+            self._made_belongs = BelongsState.of(edges)
+            return topics, edges
+        state, changed = self._belongs
+        self._belongs = None  # changed in place from here: used once
+        topics = keyword_topics(counts, surface, settings)
+        edges, self.belongs_delta = state.update(topics, doc_keywords, changed)
+        self._made_belongs = state
+        return topics, edges
+
     def memo(self, made: str, at: StoreVersion) -> EdgeMemo | None:
         """What to keep for the next pass, saved as pass `made` from a snapshot at `at` (None
         before a call)."""
         if self._kept is None:
             return None
         header, table, entries, units = self._kept
-        held = HeldUnits(units, self._scored)
+        held = HeldUnits(units, self._scored, self._made_belongs)
         return EdgeMemo(
             made=made, at=at, header=header, facts=table, documents=entries, units=[held]
         )
@@ -226,24 +265,25 @@ class MemoizedParts:
 
 def _units(
     old: EdgeMemo | None, entries: Mapping[str, MemoEntry], reused: AbstractSet[str]
-) -> tuple[PairCounts, tuple[RelatedState, UnitsChange] | None]:
+) -> tuple[PairCounts, tuple[RelatedState, UnitsChange] | None, BelongsState | None]:
     """The units of `entries` counted: the old memo's counts (taken from it), less its
     documents that were not reused, plus their new parts; every document counted when it has
     none. At 10k documents, counting them all took 1.5 s of a one-document upkeep's profile.
     The counts are kept as they are returned: whoever reads them must not change them. With
-    them, the old counts' RELATED_TO scoring and how the counts moved since, when held."""
+    them, the old counts' RELATED_TO scoring and how the counts moved since, and the old pass's
+    BELONGS_TO, when held."""
     held = None if old is None else old.take_units()
     if old is None or held is None:
         counts = PairCounts()
         for entry in entries.values():
             counts.count(entry.tally.units)
-        return counts, None
+        return counts, None, None
     gone = [u for d, was in old.documents.items() if d not in reused for u in was.tally.units]
     new = [u for d, entry in entries.items() if d not in reused for u in entry.tally.units]
     held.counts.uncount(gone)
     held.counts.count(new)
     related = None if held.related is None else (held.related, UnitsChange.of(gone, new))
-    return held.counts, related
+    return held.counts, related, held.belongs
 
 
 def load_edge_memo(path: Path) -> EdgeMemo | None:

@@ -161,6 +161,7 @@ def rebuild_corpus_edges(
                 standing=set().union(*(doc_keys[d] for d in reuse.reused)) if reuse else set(),
                 columns=batch.columns,
                 delta=None if reuse is None else reuse.related_delta,
+                rows_delta=None if reuse is None else reuse.belongs_delta,
             )
     with clock.step("clean up"):
         store.delete_topics_except(batch.topics)

@@ -301,6 +301,16 @@ class ColumnsDelta:
     gone: Sequence[tuple[str, str]]
 
 
+@dataclass(frozen=True, slots=True)
+class RowsDelta:
+    """The rows of type `rel` in a pass's edges are only those that can differ from what the
+    last pass synced, and `gone` names (start, end) those of its edges that went; every other
+    stored edge of the type is as the last pass left it (`graph/topic_delta.py`)."""
+
+    rel: RelType
+    gone: Sequence[tuple[NodeRef, NodeRef]]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GraphBatch:
     """What the builders produce and `GraphStore.write_batch` writes. `columns`: edges handed

@@ -22,7 +22,9 @@ from rayweave.graph.schema import (
     EdgeSource,
     EntityRow,
     NodeLabel,
+    NodeRef,
     RelType,
+    RowsDelta,
 )
 from rayweave.graph.store.cleanup import delete_unlisted_aliases
 from rayweave.graph.store.connection import StoreConnection
@@ -128,17 +130,19 @@ def _unmade(
     columns: Sequence[EdgeColumns],
     *,
     by_delta: bool,
+    settled: AbstractSet[str] = frozenset(),
 ) -> _Unmade:
     """One walk over the stored edges (670k at 10k documents, most of them standing); `typed`
     is found, or `foreign` checked, as `by_delta` needs. A key of the columns' types is not
-    looked up in `seen` here: whoever uses `typed` does."""
+    looked up in `seen` here: whoever uses `typed` does. Edges of the `settled` types (from
+    chunks or documents) are kept unless a delta names them."""
     source = {c.rel.value: c.source.value for c in columns}
     size = len(_COLUMN_FORM)
     out = _Unmade()
     rest, typed = out.rest, out.typed
     for k, v in view.items():
         if k[1] != _ENTITY:  # from a chunk or document: its own edges are kept when standing
-            if (k[2] == _TOPIC or k[3] not in standing) and k not in seen:
+            if (k[2] == _TOPIC or k[3] not in standing) and k[0] not in settled and k not in seen:
                 rest.append(k)
         elif k[0] in source and k[2] == _ENTITY:
             if not by_delta:
@@ -216,6 +220,7 @@ class GraphLayerSync(GraphWrites, StoreConnection):
         standing: AbstractSet[str] = frozenset(),
         columns: Sequence[EdgeColumns] = (),
         delta: ColumnsDelta | None = None,
+        rows_delta: RowsDelta | None = None,
     ) -> EdgeSync:
         """Make the namespace's edges of `sources` equal `edges` and `columns`: write new and
         changed rows, delete the stored rows of those sources that neither holds any more.
@@ -227,7 +232,9 @@ class GraphLayerSync(GraphWrites, StoreConnection):
         grouped as rows; `delta`: what of `columns` (one) can differ from what the last sync
         wrote of them, when that is known: only it is compared, and only its `gone` pairs are
         deleted, unless rows of the columns' type are synced too or stored in another form
-        (an extractor's statements merged in): then every pair is."""
+        (an extractor's statements merged in): then every pair is; `rows_delta`: the rows of
+        its type (from chunks or documents) are only those that can differ from what the
+        last sync wrote, and its `gone` the only ones of them deleted."""
         view = self.stored_edges(sources) if stored is None else stored
         seen: set[EdgeKey] = set()  # every edge this sync makes
         touched: list[EdgeKey] = []  # written here
@@ -253,24 +260,27 @@ class GraphLayerSync(GraphWrites, StoreConnection):
                     unchanged += 1
             written += self._write_changed(rel, src, dst, changed)
         by_delta = delta is not None and [c.rel for c in columns] == [delta.now.rel] and not merged
-        unmade = _unmade(view, seen, standing, columns, by_delta=by_delta)
+        settled = frozenset() if rows_delta is None else {rows_delta.rel.value}
+        unmade = _unmade(view, seen, standing, columns, by_delta=by_delta, settled=settled)
         if unmade.foreign:  # rare: walk again for every stored edge of the columns' types
             by_delta = False
-            unmade = _unmade(view, seen, standing, columns, by_delta=False)
+            unmade = _unmade(view, seen, standing, columns, by_delta=False, settled=settled)
         keys = KeyCache(self.key)
         gone = unmade.rest
         for cols in (delta.now,) if by_delta and delta is not None else columns:
             changed, same = _changed_columns(cols, view, seen, touched, keys)
             unchanged += same
             written += self._write_changed(cols.rel, NodeLabel.ENTITY, NodeLabel.ENTITY, changed)
-        if by_delta and delta is not None:
-            t = delta.now.rel.value
-            for s_id, d_id in delta.gone:
-                k = (t, _ENTITY, _ENTITY, keys[s_id], keys[d_id])
-                if k in view and k not in seen:
-                    gone.append(k)
-        else:
+        if not by_delta:
             gone += [k for k in unmade.typed if k not in seen]
+        named = [] if rows_delta is None else [(rows_delta.rel, a, b) for a, b in rows_delta.gone]
+        if by_delta and delta is not None:
+            e = NodeLabel.ENTITY
+            named += [(delta.now.rel, NodeRef(e, s), NodeRef(e, d)) for s, d in delta.gone]
+        for rel, a, b in named:  # what a delta says went, where it is still stored
+            k = (rel.value, a.label.value, b.label.value, keys[a.id], keys[b.id])
+            if k in view and k not in seen:
+                gone.append(k)
         for k in gone:
             del view[k]
         deleted = self._delete_edges(gone)

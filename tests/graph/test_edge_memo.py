@@ -27,7 +27,7 @@ from rayweave.graph.edge_memo import (
 )
 from rayweave.graph.match_memo import MatchMemo, MemoizedMatches
 from rayweave.graph.related_delta import RelatedState
-from rayweave.graph.schema import EdgeRow, GraphBatch, NodeLabel
+from rayweave.graph.schema import EdgeRow, GraphBatch, NodeLabel, RelType
 from rayweave.graph.store.change_log import StoreVersion
 
 from .generated_corpus import GeneratedDoc, generate
@@ -39,6 +39,10 @@ def _own(e: EdgeRow) -> bool:
     return e.src.label is not NodeLabel.ENTITY and e.dst.label is not NodeLabel.TOPIC
 
 
+def _belongs(e: EdgeRow) -> bool:
+    return e.rel is RelType.BELONGS_TO
+
+
 class Upkeep:
     """Passes over a changing corpus with both memos, and the own edges the store holds."""
 
@@ -47,6 +51,8 @@ class Upkeep:
         self.matches: MatchMemo | None = None
         self.parts: EdgeMemo | None = None
         self.stored: dict[str, set[str]] = {}  # document -> its own edges as written
+        self.belongs: dict[tuple[str, str], str] = {}  # BELONGS_TO as written, by its ends
+        self.by_delta = 0  # passes whose BELONGS_TO came by delta
         self.inputs: dict[str, object] = {}  # document -> its chunks and mentions, last run
         self.runs = 0
 
@@ -75,6 +81,16 @@ class Upkeep:
         self.stored = {
             d: self.stored[d] if d in parts.reused else computed.get(d, set()) for d in docs
         }
+        # BELONGS_TO as the sync leaves it: the edges a delta hands over, less what it says went.
+        belongs = {(e.src.id, e.dst.id): repr(e) for e in batch.edges if _belongs(e)}
+        if parts.belongs_delta is None:
+            self.belongs = belongs
+        else:
+            self.by_delta += 1
+            for a, b in parts.belongs_delta.gone:
+                assert (a.id, b.id) not in belongs
+                self.belongs.pop((a.id, b.id))
+            self.belongs.update(belongs)
         return batch, parts.reused
 
 
@@ -92,9 +108,10 @@ def check_equals_fresh(up: Upkeep, batch: GraphBatch, chunks: list[Chunk], menti
     fresh = build_graph(chunks, mentions, settings=up.settings)
     expected = own_by_document(fresh, chunks)
     assert {d: e for d, e in up.stored.items() if e} == expected
-    assert sorted(repr(e) for e in batch.edges if not _own(e)) == sorted(
-        repr(e) for e in fresh.edges if not _own(e)
+    assert sorted(repr(e) for e in batch.edges if not _own(e) and not _belongs(e)) == sorted(
+        repr(e) for e in fresh.edges if not _own(e) and not _belongs(e)
     )
+    assert sorted(up.belongs.values()) == sorted(repr(e) for e in fresh.edges if _belongs(e))
     assert batch.entities == fresh.entities
     assert batch.topics == fresh.topics
 
@@ -118,6 +135,9 @@ def check_units_counted_anew(up: Upkeep) -> None:
     assert {x: sorted(ys) for x, ys in held.related.partners.items()} == {
         x: sorted(ys) for x, ys in scored.partners.items()
     }
+    # And BELONGS_TO's, the edges the store holds.
+    assert held.belongs is not None
+    assert sorted(repr(e) for e in held.belongs.all_edges()) == sorted(up.belongs.values())
 
 
 def page(doc_id: str, text: str, **fields: object) -> Chunk:
@@ -207,6 +227,7 @@ def test_random_changes_give_what_a_fresh_build_gives(seed: int, sentence_links:
         else:
             live[doc_id] = generate(rng, doc_id, step + 1)
     assert reused_total > 0
+    assert up.by_delta > 0
 
 
 def test_the_memo_survives_a_file_and_another_pass_is_not_used(tmp_path: Path) -> None:

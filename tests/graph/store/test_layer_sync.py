@@ -16,6 +16,7 @@ from rayweave.graph.schema import (
     NodeLabel,
     NodeRef,
     RelType,
+    RowsDelta,
 )
 from rayweave.graph.store import GraphStore
 
@@ -234,3 +235,28 @@ def test_a_stored_row_that_columns_did_not_write_makes_a_delta_compare_every_pai
         ("shared", "lonely", 0.6, "cooccurrence"),
         ("shared", "third", 0.8, "llm"),
     ]
+
+
+def test_a_rows_delta_keeps_the_stored_edges_of_its_type_it_does_not_name(
+    graph_store: GraphStore,
+) -> None:
+    write_two_docs(graph_store)
+    rows = list(two_doc_edges())
+    belongs = [e for e in rows if e.rel is RelType.BELONGS_TO]
+    assert belongs
+    view = graph_store.sync_edges(rows, CORPUS_SOURCES, keep_view=True).view
+    before = graph_store.counts().rel(RelType.BELONGS_TO)
+    others = [e for e in rows if e.rel is not RelType.BELONGS_TO]
+    # Without a delta, edges of the type the rows do not hold go; with one, only those named.
+    keep = RowsDelta(rel=RelType.BELONGS_TO, gone=[])
+    sync = graph_store.sync_edges(others, CORPUS_SOURCES, stored=view, rows_delta=keep)
+    assert (sync.edges_written, sync.edges_deleted) == (0, 0)
+    assert graph_store.counts().rel(RelType.BELONGS_TO) == before
+    went = RowsDelta(rel=RelType.BELONGS_TO, gone=[(belongs[0].src, belongs[0].dst)])
+    sync = graph_store.sync_edges(
+        others, CORPUS_SOURCES, stored=graph_store.stored_edges(CORPUS_SOURCES), rows_delta=went
+    )
+    assert (sync.edges_written, sync.edges_deleted) == (0, 1)
+    assert graph_store.counts().rel(RelType.BELONGS_TO) == before - 1
+    sync = graph_store.sync_edges(others, CORPUS_SOURCES)
+    assert graph_store.counts().rel(RelType.BELONGS_TO) == 0
