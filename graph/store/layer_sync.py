@@ -141,7 +141,9 @@ def _unmade(
     out = _Unmade()
     rest, typed = out.rest, out.typed
     for k, v in view.items():
-        if k[1] != _ENTITY:  # from a chunk or document: its own edges are kept when standing
+        # From a chunk or document: its document's own edge (phase 3 of the corpus pass,
+        # `graph/document_edges.py`) unless it ends at a topic (BELONGS_TO, phase 4).
+        if k[1] != _ENTITY:
             if (k[2] == _TOPIC or k[3] not in standing) and k[0] not in settled and k not in seen:
                 rest.append(k)
         elif k[0] in source and k[2] == _ENTITY:
@@ -166,13 +168,6 @@ def _edge_differs(stored: Mapping[str, Any] | None, form: Mapping[str, Any]) -> 
     """Whether a replace write of `form` would change the stored edge (a property the row does
     not set is left as it is: `SET e += r.props`)."""
     return stored is None or not form.items() <= stored.items()
-
-
-def own_edge(key: EdgeKey) -> bool:
-    """Whether a synced edge from a chunk or document is its document's own (phase 3 of the
-    corpus pass, `graph/document_edges.py`): all are but BELONGS_TO, the only ones that end
-    at a topic (phase 4)."""
-    return key[1] != _ENTITY and key[2] != _TOPIC
 
 
 class GraphLayerSync(GraphWrites, StoreConnection):
@@ -226,15 +221,15 @@ class GraphLayerSync(GraphWrites, StoreConnection):
         changed rows, delete the stored rows of those sources that neither holds any more.
         `stored`: what `stored_edges` would read now, which the sync changes in place into
         what is stored after it (`keep_view`: returned); `standing`: the keys of the nodes
-        whose own edges (`own_edge`) are kept as stored and are not in `edges` (a memo reused
-        their documents' edges, `graph/edge_memo.py`); `columns`: edges between entities,
-        none repeating a pair of `edges`, compared as they come (most are as stored) instead of
-        grouped as rows; `delta`: what of `columns` (one) can differ from what the last sync
-        wrote of them, when that is known: only it is compared, and only its `gone` pairs are
-        deleted, unless rows of the columns' type are synced too or stored in another form
-        (an extractor's statements merged in): then every pair is; `rows_delta`: the rows of
-        its type (from chunks or documents) are only those that can differ from what the
-        last sync wrote, and its `gone` the only ones of them deleted."""
+        whose own edges (all from them but BELONGS_TO) are kept as stored and are not in
+        `edges` (a memo reused their documents' edges, `graph/edge_memo.py`); `columns`: edges
+        between entities, none repeating a pair of `edges`, compared as they come (most are as
+        stored) instead of grouped as rows; `delta`: what of `columns` (one) can differ from
+        what the last sync wrote of them, when that is known: only it is compared, and only
+        its `gone` pairs are deleted, unless rows of the columns' type are synced too or
+        stored in another form (an extractor's statements merged in): then every pair is;
+        `rows_delta`: the rows of its type (from chunks or documents) are only those that can
+        differ from what the last sync wrote, and its `gone` the only ones of them deleted."""
         view = self.stored_edges(sources) if stored is None else stored
         seen: set[EdgeKey] = set()  # every edge this sync makes
         touched: list[EdgeKey] = []  # written here
