@@ -23,6 +23,7 @@ import dataclasses
 import hashlib
 import logging
 import pickle
+import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -305,7 +306,7 @@ def load_edge_memo(path: Path) -> EdgeMemo | None:
         return None
 
 
-def save_edge_memo(path: Path, memo: EdgeMemo) -> None:
+def save_edge_memo(path: Path, memo: EdgeMemo, *, stop: threading.Event | None = None) -> None:
     documents = {d: (e.digest, e.reads, e.tally) for d, e in memo.documents.items()}
     write_cache(
         path,
@@ -318,4 +319,5 @@ def save_edge_memo(path: Path, memo: EdgeMemo) -> None:
             "facts": memo.facts,
             "documents": documents,
         },
+        stop=stop,
     )

@@ -11,8 +11,10 @@ documents, 1.0 s to write and 0.5 s to read, of a 13 s upkeep), so where they li
 - `HeldMemos` keeps them in memory for a process that runs upkeep after upkeep
   (`ingest/upkeep_host.py`). It still writes the files, so another process, or this one after a
   restart, starts from them: in a thread started once the upkeep has answered (pickling beside
-  the upkeep's last steps slowed them by half of what it saved), and the next pass in this
-  process waits for that write before it reads or replaces anything.
+  the upkeep's last steps slowed them by half of what it saved). A pass that starts while that
+  write runs stops it rather than wait (3-5 s at 10k documents, for an update that follows
+  another): the files stay as an earlier pass left them, which is as safe to start from, and
+  what was not written goes with the next write, or when the namespace is let go.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, TypeVar
 
+from rayweave.graph.cache_file import CacheWriteStopped
 from rayweave.graph.corpus_content import CorpusContent
 from rayweave.graph.edge_memo import EdgeMemo, load_edge_memo, save_edge_memo
 from rayweave.graph.held_names import HeldNames
@@ -114,13 +117,14 @@ class MemoFiles:
             parts=load_edge_memo(self.parts) if self.parts else None,
         )
 
-    def keep(self, memos: LayerMemos) -> None:
+    def keep(self, memos: LayerMemos, *, stop: threading.Event | None = None) -> None:
+        """`stop`: see `write_cache` (a file not yet begun is not written either)."""
         if self.snapshot is not None and memos.snapshot is not None:
-            save_snapshot(self.snapshot, memos.snapshot)
+            save_snapshot(self.snapshot, memos.snapshot, stop=stop)
         if self.matches is not None and memos.matches is not None:
-            save_memo(self.matches, memos.matches)
+            save_memo(self.matches, memos.matches, stop=stop)
         if self.parts is not None and memos.parts is not None:
-            save_edge_memo(self.parts, memos.parts)
+            save_edge_memo(self.parts, memos.parts, stop=stop)
 
     def forget_snapshot(self) -> None:
         if self.snapshot is not None:
@@ -138,8 +142,9 @@ class MemoFiles:
 
 class HeldMemos:
     """`files`' caches held in memory from pass to pass; each pass's files are written when its
-    host calls `write_behind` (after the upkeep, so the pickling does not slow its last steps)
-    or, at the latest, before the next load or keep.
+    host calls `write_behind` (after the upkeep, so the pickling does not slow its last steps),
+    `flush` or `release`. A pass that starts meanwhile stops a write in progress (see module
+    docstring).
 
     Not for concurrent passes over one namespace (the host runs one upkeep at a time)."""
 
@@ -147,8 +152,11 @@ class HeldMemos:
         self.files = files
         self._held: LayerMemos | None = None  # None: not read yet
         self._names: HeldNames | None = None
-        self._unwritten: LayerMemos | None = None
+        self._unwritten: LayerMemos | None = None  # kept and not in the files: the newest each
         self._writing: threading.Thread | None = None
+        self._batch: LayerMemos | None = None  # what `_writing` writes
+        self._written = False  # whether it wrote all of it
+        self._stop = threading.Event()
 
     @property
     def kept(self) -> frozenset[Memo]:
@@ -159,34 +167,25 @@ class HeldMemos:
         return self._held is not None
 
     def load(self) -> LayerMemos:
-        self.flush()
+        self._join(stop=True)  # a pass starts: what it replaces or changes is not waited for
         if self._held is None:
             self._held = self.files.load()
         return self._held
 
     def keep(self, memos: LayerMemos) -> None:
-        self.flush()
-        was = self._held or LayerMemos()
-        self._held = LayerMemos(
-            snapshot=_either(memos.snapshot, was.snapshot),
-            matches=_either(memos.matches, was.matches),
-            parts=_either(memos.parts, was.parts),
-            content=_either(memos.content, was.content),
-            names=_either(memos.names, was.names),
-        )
-        self._unwritten = memos
+        self._join(stop=True)
+        self._held = _over(memos, self._held)
+        self._unwritten = _over(memos, self._unwritten)
 
     def forget_snapshot(self) -> None:
-        self.flush()
-        if self._held is not None:
-            self._held = dataclasses.replace(self._held, snapshot=None)
+        self._join(stop=True)
+        self._drop_snapshot()
         self._names = None
         self.files.forget_snapshot()
 
     def hand_over_snapshot(self) -> None:
-        self.flush()  # its files are written first
-        if self._held is not None:
-            self._held = dataclasses.replace(self._held, snapshot=None)
+        self._join(stop=True)  # the pass changes it in place: no file is written from it
+        self._drop_snapshot()
 
     def held_names(self) -> HeldNames | None:
         return self._names
@@ -195,21 +194,22 @@ class HeldMemos:
         self._names = names
 
     def release(self) -> None:
-        """Let go of the memory (the files stay): the next pass reads them."""
+        """Let go of the memory (the files stay, written first): the next pass reads them."""
         self.flush()
         self._held = None
         self._names = None
 
     def write_behind(self, then: Callable[[], None] | None = None) -> None:
-        """Start writing the last kept caches' files in a thread, which runs `then` after."""
+        """Start writing the kept caches' files in a thread, which runs `then` after a write
+        that was not stopped."""
         if self._writing is not None:
             return
         memos, self._unwritten = self._unwritten, None
+        self._batch, self._written = memos, False
 
         def run() -> None:
-            if memos is not None:
-                self._write(memos)
-            if then is not None:
+            self._written = memos is None or self._write(memos, self._stop)
+            if self._written and then is not None:
                 then()
 
         self._writing = threading.Thread(target=run, name="rayweave-memo-files")
@@ -217,18 +217,54 @@ class HeldMemos:
 
     def flush(self) -> None:
         """Every kept cache's files written (waits for `write_behind`'s thread)."""
-        if self._writing is not None:
-            self._writing.join()
-            self._writing = None
+        self._join(stop=False)
         if self._unwritten is not None:
             memos, self._unwritten = self._unwritten, None
-            self._write(memos)
+            self._write(memos, None)
 
-    def _write(self, memos: LayerMemos) -> None:
+    def _join(self, *, stop: bool) -> None:
+        """Wait for the write behind, stopped first with `stop`; what it did not write stays to
+        be written, under anything kept since."""
+        if self._writing is None:
+            return
+        if stop:
+            self._stop.set()
+        self._writing.join()
+        self._stop.clear()
+        self._writing = None
+        batch, self._batch = self._batch, None
+        if not self._written and batch is not None:
+            self._unwritten = _over(self._unwritten, batch)
+
+    def _drop_snapshot(self) -> None:
+        if self._held is not None:
+            self._held = dataclasses.replace(self._held, snapshot=None)
+        if self._unwritten is not None:
+            self._unwritten = dataclasses.replace(self._unwritten, snapshot=None)
+
+    def _write(self, memos: LayerMemos, stop: threading.Event | None) -> bool:
+        """Whether `memos` were written, or given up on (False: stopped half way)."""
         try:
-            self.files.keep(memos)
+            self.files.keep(memos, stop=stop)
+        except CacheWriteStopped:
+            log.info("layer memos %s: a newer pass stopped their write", self.files)
+            return False
         except Exception:  # a cache: the next process without memory starts from the store
             log.warning("could not write the layer memos %s", self.files, exc_info=True)
+        return True
+
+
+def _over(new: LayerMemos | None, old: LayerMemos | None) -> LayerMemos:
+    """Each cache of `new`, else of `old`."""
+    if new is None or old is None:
+        return new or old or LayerMemos()
+    return LayerMemos(
+        snapshot=_either(new.snapshot, old.snapshot),
+        matches=_either(new.matches, old.matches),
+        parts=_either(new.parts, old.parts),
+        content=_either(new.content, old.content),
+        names=_either(new.names, old.names),
+    )
 
 
 def _either(new: _C | None, old: _C | None) -> _C | None:

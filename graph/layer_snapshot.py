@@ -19,6 +19,7 @@ pass read anything, so writes that land while it runs are re-read next time.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,7 +124,9 @@ def load_snapshot(path: Path) -> LayerSnapshot | None:
         return None
 
 
-def save_snapshot(path: Path, snapshot: LayerSnapshot) -> None:
+def save_snapshot(
+    path: Path, snapshot: LayerSnapshot, *, stop: threading.Event | None = None
+) -> None:
     """Write `snapshot` to `path` atomically (a reader never sees half a file)."""
     data = {
         "ns": snapshot.ns,
@@ -132,4 +135,4 @@ def save_snapshot(path: Path, snapshot: LayerSnapshot) -> None:
         "edges": snapshot.view,
         "entities": snapshot.entities,
     }
-    write_cache(path, _FORMAT, data)
+    write_cache(path, _FORMAT, data, stop=stop)

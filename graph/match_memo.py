@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,7 +137,7 @@ def load_memo(path: Path) -> MatchMemo | None:
         return None
 
 
-def save_memo(path: Path, memo: MatchMemo) -> None:
+def save_memo(path: Path, memo: MatchMemo, *, stop: threading.Event | None = None) -> None:
     rows = {cid: (r.digest, r.keys, r.found) for cid, r in memo.rows.items()}
     write_cache(
         path,
@@ -149,4 +150,5 @@ def save_memo(path: Path, memo: MatchMemo) -> None:
             "rows": rows,
             "made": memo.made,
         },
+        stop=stop,
     )
