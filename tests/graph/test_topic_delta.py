@@ -16,20 +16,19 @@ from rayweave.graph.topic_delta import BelongsState
 Keywords = dict[str, set[str]]
 
 
-def _fresh(docs: Keywords, cfg: GraphSettings) -> tuple[list[TopicRow], list[EdgeRow]]:
+def _counts(docs: Keywords) -> tuple[PairCounts, dict[str, Counter[str]]]:
     counts = PairCounts()
     counts.count_sets(docs.values())
     counts.count_pairs(docs.values())
-    surface = {kw: Counter({kw: 1}) for names in docs.values() for kw in names}
-    return topics_from_counts(counts, surface, docs, cfg)
+    return counts, {kw: Counter({kw: 1}) for names in docs.values() for kw in names}
+
+
+def _fresh(docs: Keywords, cfg: GraphSettings) -> tuple[list[TopicRow], list[EdgeRow]]:
+    return topics_from_counts(*_counts(docs), docs, cfg)
 
 
 def _topics(docs: Keywords, cfg: GraphSettings) -> list[TopicRow]:
-    counts = PairCounts()
-    counts.count_sets(docs.values())
-    counts.count_pairs(docs.values())
-    surface = {kw: Counter({kw: 1}) for names in docs.values() for kw in names}
-    return keyword_topics(counts, surface, cfg)
+    return keyword_topics(*_counts(docs), cfg)
 
 
 def _by_ends(edges: list[EdgeRow]) -> dict[tuple[str, str], EdgeRow]:
