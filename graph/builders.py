@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, Document, Entity
-from rayweave.graph.corpus_phases import FindMatches, NamesOf, PartsOf, build_in_one
+from rayweave.graph.corpus_phases import FindMatches, NamesOf, PartsOf, TallyOf, build_in_one
 from rayweave.graph.extraction import Extraction
 from rayweave.graph.schema import GraphBatch
 from rayweave.graph.share import Share
@@ -30,6 +30,7 @@ def build_graph(
     settings: GraphSettings | None = None,
     names_of: NamesOf | None = None,
     find: FindMatches | None = None,
+    tally: TallyOf | None = None,
     parts_of: PartsOf | None = None,
     columns: bool = False,
 ) -> GraphBatch:
@@ -40,8 +41,9 @@ def build_graph(
     `known` maps alias forms to ids of entities stored elsewhere, which the build then reuses
     (the corpus pass builds from every chunk and passes none); `extractions` is the optional LLM
     hook's output. `names_of` gives phase 1 (`graph/name_memo.py`), `find` the gazetteer
-    matches (`graph/match_memo.py`), `parts_of` each document's phase 3 (`graph/edge_memo.py`;
-    a reused document's edges are left out); `columns`: co-occurrence's edges as the batch's
+    matches (`graph/match_memo.py`), `tally` phase 2's counts of them (`graph/tally_memo.py`),
+    `parts_of` each document's phase 3 (`graph/edge_memo.py`; a reused document's edges are
+    left out); `columns`: co-occurrence's edges as the batch's
     columns (`EdgeColumns`), for a sync that compares them with what is stored.
     Structure edges (CHUNK_OF/HAS_CHILD/NEXT) are written by `GraphStore.write_chunks` from the
     chunk fields and are not repeated here.
@@ -53,6 +55,7 @@ def build_graph(
         known=known,
         names_of=names_of,
         find=find,
+        tally=tally,
         parts_of=parts_of,
         columns=columns,
     )

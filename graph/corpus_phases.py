@@ -258,17 +258,34 @@ class MatchTally:
             if key not in self.targets or rank < self.targets[key][0]:
                 self.targets[key] = (rank, ref)
 
+    def take_counts(self, other: MatchTally) -> None:
+        """Take back the counts of a tally merged earlier (not its targets, which keep the
+        lowest rank offered and cannot be taken back)."""
+        self.units -= other.units
+        take(self.unit_df, other.unit_df)
+        take(self.chunk_df, other.chunk_df)
+
+
+def match_counts(chunks: Sequence[Chunk], found: Found, *, has_sections: bool) -> MatchTally:
+    """The units and chunks naming each entity among `chunks`, whose matches `found` holds (and
+    no other chunk's), without targets. Units never span documents, so the counts of whole
+    documents add up to the corpus's."""
+    units = chunk_units(chunks, has_sections=has_sections)
+    count, unit_df = unit_frequencies(found, units)
+    chunk_df = Counter(eid for ents in found.values() for eid in ents)
+    return MatchTally(units=count, unit_df=unit_df, chunk_df=chunk_df)
+
 
 def tally_matches(share: Share, lex: Lexicon, found: Found | None = None) -> MatchTally:
     found = lex.found(share.chunks) if found is None else found
-    units = chunk_units(share.chunks, has_sections=lex.has_sections)
-    count, unit_df = unit_frequencies(found, units)
-    return MatchTally(
-        units=count,
-        unit_df=unit_df,
-        chunk_df=Counter(eid for ents in found.values() for eid in ents),
-        targets=reference_targets(share.chunks, share.documents, lex.references),
-    )
+    tally = match_counts(share.chunks, found, has_sections=lex.has_sections)
+    tally.targets = reference_targets(share.chunks, share.documents, lex.references)
+    return tally
+
+
+TallyOf = Callable[[Share, Lexicon, Found], MatchTally]
+"""How a pass counts its matches: `tally_matches`, or from an earlier pass's counts
+(`graph/tally_memo.py`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -464,17 +481,19 @@ def build_in_one(
     known: Mapping[str, Sequence[str]] | None = None,
     names_of: NamesOf | None = None,
     find: FindMatches | None = None,
+    tally: TallyOf | None = None,
     parts_of: PartsOf | None = None,
     columns: bool = False,
 ) -> GraphBatch:
     """Every phase over one share, the gazetteer pass run once (`names_of`: phase 1 and its
-    lexicon, default `FRESH_NAMES`; `find`: the gazetteer pass, default `Lexicon.found`; `parts_of`:
-    see `share_edges`; `columns`: co-occurrence's edges as the batch's columns)."""
+    lexicon, default `FRESH_NAMES`; `find`: the gazetteer pass, default `Lexicon.found`;
+    `tally`: phase 2's counts of it, default `tally_matches`; `parts_of`: see `share_edges`;
+    `columns`: co-occurrence's edges as the batch's columns)."""
     names_of = names_of or FRESH_NAMES
     names, kept = names_of(share)
     lex = names_of.lexicon(names, settings, known=known)
     found = (find or Lexicon.found)(lex, share.chunks)
-    ctx = context(names, tally_matches(share, lex, found), settings)
+    ctx = context(names, (tally or tally_matches)(share, lex, found), settings)
     part = share_edges(share, lex, ctx, found, kept, parts_of=parts_of)
     layer = corpus_layer(part.cross, lex, ctx, related_of=part.related, topics_of=part.topics)
     related = (layer.related,) if columns else ()

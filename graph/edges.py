@@ -311,11 +311,16 @@ def reference_targets(
         ref = NodeRef(NodeLabel.DOCUMENT, d.id)
         for k, key in enumerate((d.id, *_source_keys(d.source))):
             offer(key, (1, f"{i:012d}", k), ref)
+    sources: dict[str, tuple[str, ...]] = {}  # a document's chunks share its source
     for c in chunks:
-        offer(c.id, (0, "", 0), chunk_ref(c))
-        doc = NodeRef(NodeLabel.DOCUMENT, c.doc_id)
-        for k, key in enumerate((c.doc_id, *_source_keys(c.source))):
-            offer(key, (2, c.id, k), doc)
+        if c.id in wanted:  # a ref is made only for a wanted key: most keys are not
+            offer(c.id, (0, "", 0), chunk_ref(c))
+        keys = sources.get(c.source)
+        if keys is None:
+            keys = sources[c.source] = _source_keys(c.source)
+        for k, key in enumerate((c.doc_id, *keys)):
+            if key in wanted:
+                offer(key, (2, c.id, k), NodeRef(NodeLabel.DOCUMENT, c.doc_id))
     return out
 
 

@@ -26,12 +26,13 @@ from rayweave.graph.edge_memo import MemoizedParts
 from rayweave.graph.extraction import Extraction, encode_extraction
 from rayweave.graph.layer_memos import LayerMemos, MemoKeeper
 from rayweave.graph.layer_snapshot import LayerSnapshot, stored_layer
-from rayweave.graph.match_memo import MemoizedMatches
+from rayweave.graph.match_memo import MatchMemo, MemoizedMatches
 from rayweave.graph.name_memo import MemoizedNames
 from rayweave.graph.schema import CORPUS_SOURCES
 from rayweave.graph.store import GraphStore
 from rayweave.graph.store.layer_sync import EdgeSync, EntityView
 from rayweave.graph.synonym_index import NameIndex, SynonymUpdate, update_synonyms
+from rayweave.graph.tally_memo import MemoizedTally
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,6 +112,15 @@ def rebuild_corpus_edges(
             names = MemoizedNames(was if fits else None, changed=read)
     with clock.step("compute"):
         memo = MemoizedMatches(old.matches) if "matches" in kept else None
+        tally = None
+        if memo is not None and content is not None:  # phase 2's counts carried with the input
+            tally = MemoizedTally(
+                old.matches if _same_pass(old.matches, old.content) else None,
+                before=None if old.content is None else old.content.documents,
+                after=content.documents,
+                read=read,
+                matches=memo,
+            )
         reuse = None
         doc_keys: Mapping[str, frozenset[str]] = {}
         if "parts" in kept and memo is not None and not full:  # `full` keeps no snapshot
@@ -136,6 +146,7 @@ def rebuild_corpus_edges(
             extractions=extractions,
             names_of=names,
             find=memo,
+            tally=tally,
             parts_of=reuse,
             columns=stored is not None,  # compared with it, not written whole
         )
@@ -187,7 +198,11 @@ def rebuild_corpus_edges(
                     ),
                     matches=None
                     if memo is None or memo.memo is None
-                    else dataclasses.replace(memo.memo, made=made),
+                    else dataclasses.replace(
+                        memo.memo,
+                        made=made,
+                        counts=[] if tally is None or tally.held is None else [tally.held],
+                    ),
                     parts=None if reuse is None or stored is None else reuse.memo(made, stored.at),
                     content=None if content is None else dataclasses.replace(content, made=made),
                     names=None if names is None or content is None else names.memo(content.at),
@@ -205,6 +220,11 @@ def rebuild_corpus_edges(
         read=None if read is None else len(read),
         seconds=clock.seconds,
     )
+
+
+def _same_pass(matches: MatchMemo | None, content: CorpusContent | None) -> bool:
+    """Whether the match memo was kept by the pass that kept the content as its input."""
+    return matches is not None and content is not None and matches.made == content.made != ""
 
 
 def _same_input(

@@ -17,8 +17,9 @@ import hashlib
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rayweave.cluster.types import Chunk
 from rayweave.graph.cache_file import read_cache, write_cache
@@ -26,6 +27,9 @@ from rayweave.graph.corpus_phases import Lexicon
 from rayweave.graph.mentions import Gazetteer, Match
 from rayweave.graph.names import first_words, window_keys
 from rayweave.graph.share import Found
+
+if TYPE_CHECKING:
+    from rayweave.graph.tally_memo import HeldCounts
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +56,12 @@ class MatchMemo:
     words: Mapping[str, int]
     rows: Mapping[str, MemoRow]
     made: str = ""  # the pass that saved it, named alike in that pass's edge memo
+    # Phase 2's counts of these matches, for the next pass to take (then none is left to be
+    # used twice, or after a pass that failed half way); held in memory only, not saved.
+    counts: list[HeldCounts] = field(default_factory=list, compare=False)
+
+    def take_counts(self) -> HeldCounts | None:
+        return self.counts.pop() if self.counts else None
 
 
 def _digest(text: str) -> bytes:
