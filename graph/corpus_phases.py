@@ -157,6 +157,9 @@ def _names(resolver: EntityResolver, share: Share) -> CollectedNames:
     return collect_names(resolver, share.chunks, titles, share.mentions, share.extractions)
 
 
+GazetteerOf = Callable[[EntityResolver, Sequence[EntityRow], int], Gazetteer]
+
+
 @dataclass(frozen=True)
 class Lexicon:
     """The corpus's names: what every share resolves and matches against."""
@@ -166,13 +169,16 @@ class Lexicon:
     has_sections: bool
     references: frozenset[str]
     max_ngram: int
+    # How the gazetteer is made: afresh, or patched from an earlier pass's
+    # (`graph/gazetteer_delta.py`).
+    gazetteer_of: GazetteerOf = field(default=gazetteer, compare=False, repr=False)
 
     def gazetteer(self) -> Gazetteer:
         return self._gazetteer
 
     @cached_property
     def _gazetteer(self) -> Gazetteer:  # built once: both the chunks and sentences match it
-        return gazetteer(self.resolver, self.rows, self.max_ngram)
+        return self.gazetteer_of(self.resolver, self.rows, self.max_ngram)
 
     def matcher(self) -> Callable[[str], dict[str, Match]]:
         return self.gazetteer().match
@@ -208,9 +214,11 @@ def lexicon(
     *,
     known: Mapping[str, Sequence[str]] | None = None,
     rows: Callable[[EntityResolver], Sequence[EntityRow]] = EntityResolver.rows,
+    gazetteer_of: GazetteerOf = gazetteer,
 ) -> Lexicon:
     """The lexicon of `names`, which it takes over (see `EntityResolver`); `rows`: how the
-    entity rows are made (`EntityResolver.rows_since` for a pass that reuses an earlier's)."""
+    entity rows are made (`EntityResolver.rows_since` for a pass that reuses an earlier's),
+    `gazetteer_of` how its gazetteer is, once asked for."""
     resolver = EntityResolver(known, candidates=names.candidates)
     return Lexicon(
         resolver=resolver,
@@ -218,6 +226,7 @@ def lexicon(
         has_sections=names.has_sections,
         references=frozenset(names.references),
         max_ngram=settings.gazetteer_max_ngram,
+        gazetteer_of=gazetteer_of,
     )
 
 

@@ -46,7 +46,7 @@ from rayweave.graph.fact_reads import KINDS, Kind, Reads, moved, recording
 from rayweave.graph.match_memo import MemoizedMatches
 from rayweave.graph.related_delta import RelatedState, UnitsChange
 from rayweave.graph.schema import ColumnsDelta, EdgeColumns, EdgeRow, RowsDelta, TopicRow
-from rayweave.graph.share import Found, Kept, Share, by_document
+from rayweave.graph.share import Found, Kept, Share, document_share, documents_of
 from rayweave.graph.store.change_log import StoreVersion
 from rayweave.graph.topic_delta import BelongsState
 
@@ -174,19 +174,21 @@ class MemoizedParts:
         parts: list[DocumentPart] = []
         entries: dict[str, MemoEntry] = {}
         table: Reads = {kind: {} for kind in KINDS}
-        for doc_id, one, own in by_document(share, kept):
+        for doc_id, chunks in documents_of(share, kept):
             entry = None if old is None else old.documents.get(doc_id)
+            split = None  # the document's own share, made only when it is needed
             if entry is not None and doc_id in self._same:
                 digest = entry.digest
             else:
-                digest = _digest(doc_id, one, own)
+                split = document_share(doc_id, chunks, share, kept)
+                digest = _digest(doc_id, *split)
             if (
                 old is not None
                 and entry is not None
                 and entry.digest == digest
                 and doc_id not in self._blocked
                 and rematched is not None
-                and rematched.isdisjoint(c.id for c in one.chunks)
+                and rematched.isdisjoint(c.id for c in chunks)
                 and all(changed[kind].isdisjoint(keys) for kind, keys in entry.reads.items())
             ):
                 parts.append(DocumentPart(edges=[], tally=entry.tally))
@@ -196,6 +198,7 @@ class MemoizedParts:
                     for key in keys:
                         answers[key] = was[key]
             else:
+                one, own = split or document_share(doc_id, chunks, share, kept)
                 watched, reads = recording(facts)
                 part = document_part(doc_id, one, watched, found, own)
                 parts.append(part)

@@ -239,6 +239,10 @@ class EntityResolver:
     def candidates(self) -> Mapping[str, NameCandidate]:
         return self._cands
 
+    @property
+    def known(self) -> Mapping[str, tuple[str, ...]]:
+        return self._known
+
     def absorb(self, candidates: Mapping[str, NameCandidate]) -> None:
         """Merge names another resolver collected (from another share of the corpus)."""
         merge_candidates(self._cands, candidates)
@@ -295,26 +299,35 @@ class EntityResolver:
         return out
 
     def rows(self) -> list[EntityRow]:
-        return self.rows_since(None, ())[0]
+        return self.rows_since(None, None)[0]
+
+    def moved_since(self, memo: RowMemo | None, touched: Iterable[str]) -> set[str] | None:
+        """The names whose row group or forms can differ from `memo`'s (None: every name).
+        `memo`: an earlier resolver's over the same candidates as they were before the names in
+        `touched` changed (added, dropped or counted otherwise); besides those, the names
+        whose canonical name moved."""
+        if memo is None or memo.known != self._known:
+            return None
+        was = memo.canon
+        moved = set(touched)
+        moved.update(n for n, group in self._canonical_map().items() if was.get(n) != group)
+        return moved
 
     def rows_since(
-        self, memo: RowMemo | None, touched: Iterable[str]
+        self, memo: RowMemo | None, moved: AbstractSet[str] | None
     ) -> tuple[list[EntityRow], RowMemo]:
-        """Every entity's row, and the memo of them for a later resolver. `memo`: an earlier
-        resolver's over the same candidates as they were before the names in `touched` changed
-        (added, dropped or counted otherwise); the rows of the groups that no such name is or
-        was in, and whose members are the same, are taken from it."""
+        """Every entity's row, and the memo of them for a later resolver. `memo` and `moved`:
+        see `moved_since`; the rows of the groups that no moved name is or was in are taken
+        from `memo`."""
         canon = self._canonical_map()
         grouped: dict[str, list[str]] = defaultdict(list)
         for norm, group in canon.items():
             grouped[group].append(norm)
-        if memo is None or memo.known != self._known:
+        if memo is None or moved is None or memo.known != self._known:
             redo: AbstractSet[str] = grouped.keys()
             kept: Mapping[str, EntityRow] = {}
         else:
             was = memo.canon
-            moved = set(touched)
-            moved.update(n for n, group in canon.items() if was.get(n) != group)
             redo = {g for n in moved for g in (canon.get(n), was.get(n)) if g is not None}
             kept = memo.rows
         rows = {

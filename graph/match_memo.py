@@ -78,6 +78,13 @@ def changed_forms(memo: MatchMemo, gaz: Gazetteer) -> set[str]:
     return changed
 
 
+def _changed_forms(memo: MatchMemo, gaz: Gazetteer) -> set[str]:
+    """`changed_forms`, from the gazetteer's own account when it was patched from the memo's."""
+    if gaz.since is not None and gaz.since[0] is memo.forms:
+        return set(gaz.since[1]) | (memo.cased ^ gaz.cased)
+    return changed_forms(memo, gaz)
+
+
 def memo_matches(
     gaz: Gazetteer, chunks: Sequence[Chunk], memo: MatchMemo | None
 ) -> tuple[dict[str, dict[str, Match]], MatchMemo, set[str]]:
@@ -88,7 +95,7 @@ def memo_matches(
     rows: Mapping[str, MemoRow] = {}
     if memo is not None and memo.max_ngram == gaz.max_ngram:
         words = dict(memo.words)
-        changed = first_words(changed_forms(memo, gaz))
+        changed = first_words(_changed_forms(memo, gaz))
         stale = frozenset(words[w] for w in changed if w in words)
         rows = memo.rows
     found: dict[str, dict[str, Match]] = {}

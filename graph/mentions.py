@@ -50,18 +50,26 @@ class Gazetteer:
     cased: frozenset[str]
     max_ngram: int
     starts: frozenset[str]
+    # An earlier gazetteer's forms, and those whose ids differ here (the rest are equal as
+    # sets): a match memo made with those forms compares no other (`graph/match_memo.py`).
+    since: tuple[Mapping[str, Sequence[str]], frozenset[str]] | None = None
 
     def match(self, text: str) -> dict[str, Match]:
         return _matches(text, self.forms, self.cased, self.max_ngram, self.starts)
 
 
 def gazetteer(
-    resolver: EntityResolver, entity_rows: Iterable[EntityRow], max_ngram: int
+    resolver: EntityResolver,
+    entity_rows: Iterable[EntityRow],
+    max_ngram: int,
+    *,
+    forms: Mapping[str, Sequence[str]] | None = None,
 ) -> Gazetteer:
-    forms = resolver.gazetteer()
+    """`resolver`'s gazetteer (`forms`: its `EntityResolver.gazetteer()`, when made already)."""
+    forms = resolver.gazetteer() if forms is None else forms
     return Gazetteer(
         forms=forms,
-        cased=frozenset(_proper_single_tokens(entity_rows)),
+        cased=frozenset(proper_single_tokens(entity_rows)),
         max_ngram=max_ngram,
         starts=first_words(forms),
     )
@@ -125,7 +133,7 @@ def extracted_entities(
     return out
 
 
-def _proper_single_tokens(rows: Iterable[EntityRow]) -> set[str]:
+def proper_single_tokens(rows: Iterable[EntityRow]) -> set[str]:
     """Single-word names that only count when capitalised in text ("Mercury", not "mercury")."""
     out: set[str] = set()
     for row in rows:

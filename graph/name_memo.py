@@ -22,6 +22,8 @@ from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk
 from rayweave.graph.corpus_phases import Lexicon, NameTally, lexicon, tally_names_and_kept
 from rayweave.graph.entities import CollectedNames, EntityResolver, RowMemo
+from rayweave.graph.gazetteer_delta import FormIndex, index_gazetteer, patched_gazetteer
+from rayweave.graph.mentions import Gazetteer
 from rayweave.graph.schema import EntityRow
 from rayweave.graph.share import Kept, Share
 from rayweave.graph.store.change_log import StoreVersion
@@ -35,11 +37,20 @@ class NameMemo:
     documents: Mapping[str, tuple[NameTally, Kept]]
     # For the next pass to take, and change as it goes (then none is left to be used twice, or
     # after a pass that failed half way: that pass merges every document's tally anew), with
-    # the entity rows of its lexicon.
-    merged: list[tuple[NameTally, RowMemo | None]] = field(default_factory=list, compare=False)
+    # the entity rows and the gazetteer index of its lexicon.
+    merged: list[Merged] = field(default_factory=list, compare=False)
 
-    def take_merged(self) -> tuple[NameTally, RowMemo | None] | None:
+    def take_merged(self) -> Merged | None:
         return self.merged.pop() if self.merged else None
+
+
+@dataclass(frozen=True, slots=True)
+class Merged:
+    """The merged tally of a pass, with its lexicon's entity rows and gazetteer index."""
+
+    names: NameTally
+    rows: RowMemo | None = None
+    forms: FormIndex | None = None
 
 
 class MemoizedNames:
@@ -51,13 +62,16 @@ class MemoizedNames:
         merged = None
         if memo is not None and changed is not None:
             self._old, merged = memo.documents, memo.take_merged()
-        self._merged: NameTally | None = None if merged is None else merged[0]
-        self._rows: RowMemo | None = None if merged is None else merged[1]
+        self._merged: NameTally | None = None if merged is None else merged.names
+        self._rows: RowMemo | None = None if merged is None else merged.rows
+        self._forms: FormIndex | None = None if merged is None else merged.forms
         self._changed = changed or frozenset()
         self.documents: dict[str, tuple[NameTally, Kept]] = {}
         self.total: NameTally | None = None
         self.touched: set[str] | None = None  # names whose counts changed in the carried tally
         self.rows: RowMemo | None = None
+        self.forms: FormIndex | None = None
+        self.moved: set[str] | None = None  # names whose rows or forms were remade (None: all)
         self.reused = 0
 
     def __call__(self, share: Share) -> tuple[NameTally, Kept]:
@@ -112,18 +126,31 @@ class MemoizedNames:
         *,
         known: Mapping[str, Sequence[str]] | None = None,
     ) -> Lexicon:
-        """The lexicon of `names`, remaking the entity rows of only the names the carried
-        tally changed at (all of them after a pass that merged every document's tally)."""
-        previous = self._rows if self.touched is not None and names is self.total else None
+        """The lexicon of `names`, remaking the entity rows and gazetteer forms of only the
+        names the carried tally changed at (all of them after a pass that merged every
+        document's tally)."""
+        carried = self.touched is not None and names is self.total
+        previous = self._rows if carried else None
+        index, self._forms = (self._forms if carried else None), None  # patched in place
 
         def rows(resolver: EntityResolver) -> list[EntityRow]:
-            made, self.rows = resolver.rows_since(previous, self.touched or ())
+            self.moved = resolver.moved_since(previous, self.touched or ())
+            made, self.rows = resolver.rows_since(previous, self.moved)
             return made
 
-        return lexicon(names, settings, known=known, rows=rows)
+        def gazetteer_of(
+            resolver: EntityResolver, rows: Sequence[EntityRow], max_ngram: int
+        ) -> Gazetteer:
+            if index is None or self.moved is None or resolver.known:
+                made, self.forms = index_gazetteer(resolver, rows, max_ngram)
+                return made
+            self.forms = index
+            return patched_gazetteer(index, resolver, rows, max_ngram, self.moved)
+
+        return lexicon(names, settings, known=known, rows=rows, gazetteer_of=gazetteer_of)
 
     def memo(self, at: StoreVersion) -> NameMemo:
         """The memo for the next pass, which carries this pass's merged tally: the pass's
         lexicon takes it over (`corpus_phases.lexicon`), and is done with it by then."""
-        merged = [] if self.total is None else [(self.total, self.rows)]
+        merged = [] if self.total is None else [Merged(self.total, self.rows, self.forms)]
         return NameMemo(at=at, documents=self.documents, merged=merged)

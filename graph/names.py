@@ -115,9 +115,13 @@ def first_words(names: Iterable[str]) -> frozenset[str]:
     """The first words of normalised names: `name_ngrams(starts=...)` skips other windows."""
     out: set[str] = set()
     for name in names:
-        out.add(name.split(" ", 1)[0])
-        out.add(name.replace("_", " ").split(" ", 1)[0])
+        out.update(first_keys(name))
     return frozenset(out)
+
+
+def first_keys(name: str) -> tuple[str, str]:
+    """The keys `first_words` takes of one name (its first word, and with `_` as a space)."""
+    return name.split(" ", 1)[0], name.replace("_", " ").split(" ", 1)[0]
 
 
 def name_ngrams(
