@@ -137,15 +137,22 @@ def proper_single_tokens(rows: Iterable[EntityRow]) -> set[str]:
     """Single-word names that only count when capitalised in text ("Mercury", not "mercury")."""
     out: set[str] = set()
     for row in rows:
-        surface = row.name.strip()
-        if (
-            " " not in surface
-            and surface[:1].isupper()
-            and not is_code_name(surface)
-            and not surface.isupper()
-        ):
-            out.update(a for a in row.aliases if " " not in a)
+        out.update(cased_aliases(row))
     return out
+
+
+def cased_aliases(row: EntityRow) -> tuple[str, ...]:
+    """What `proper_single_tokens` takes of one row: its single-word aliases when its name is
+    one capitalised word."""
+    surface = row.name.strip()
+    if (
+        " " not in surface
+        and surface[:1].isupper()
+        and not is_code_name(surface)
+        and not surface.isupper()
+    ):
+        return tuple(a for a in row.aliases if " " not in a)
+    return ()
 
 
 def _matches(

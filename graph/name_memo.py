@@ -141,11 +141,13 @@ class MemoizedNames:
         def gazetteer_of(
             resolver: EntityResolver, rows: Sequence[EntityRow], max_ngram: int
         ) -> Gazetteer:
+            assert self.rows is not None  # the lexicon's rows are made first
+            groups = self.rows.rows
             if index is None or self.moved is None or resolver.known:
-                made, self.forms = index_gazetteer(resolver, rows, max_ngram)
+                made, self.forms = index_gazetteer(resolver, groups, max_ngram)
                 return made
             self.forms = index
-            return patched_gazetteer(index, resolver, rows, max_ngram, self.moved)
+            return patched_gazetteer(index, resolver, groups, max_ngram, self.moved)
 
         return lexicon(names, settings, known=known, rows=rows, gazetteer_of=gazetteer_of)
 
