@@ -30,6 +30,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
+from typing import Protocol
 
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, Entity
@@ -118,6 +119,14 @@ def _entity_fields(mentions: Sequence[Entity] | None) -> list[tuple[object, ...]
     return None if mentions is None else [_ENTITY_FIELDS(e) for e in mentions]
 
 
+class MovesNames(Protocol):
+    """A pass's phase 1 that knows which names its lexicon remade since the last pass's
+    (`graph/name_memo.py`; None: every name)."""
+
+    @property
+    def moved(self) -> AbstractSet[str] | None: ...
+
+
 class MemoizedParts:
     """A `PartsOf` (`graph/corpus_phases.py`) that reuses `memo`'s part of every document it
     may, and records what the others read.
@@ -130,7 +139,9 @@ class MemoizedParts:
     write may have changed since (None: reuse nothing, as when the layer is read whole);
     `held`: whether the memo it leaves is held in memory for the next pass, which is then
     handed RELATED_TO's state to keep by delta (building it costs twice a plain scoring, lost
-    with a memo that only files keep). Leaves what to keep (`memo`), the ids of the documents
+    with a memo that only files keep); `names`: the pass's phase 1, whose lexicon says which
+    names' resolution can have moved (then only those of the memo's are asked again). Leaves
+    what to keep (`memo`), the ids of the documents
     it reused, whose edges it leaves out, and what of RELATED_TO moved when kept by delta
     (`related_delta`, for the sync to compare alone) on itself; hands on the documents' units
     counted from the memo's counts (`_units`)."""
@@ -144,10 +155,14 @@ class MemoizedParts:
         at: StoreVersion | None,
         blocked: AbstractSet[str] | None,
         held: bool = False,
+        names: MovesNames | None = None,
     ) -> None:
         fits = memo is not None and memo.made == matches.made != "" and memo.at == at
         self._old = memo if fits and blocked is not None else None
         self._matches = matches
+        # The names whose resolution can have moved since the memo's pass, from its lexicon:
+        # known to be that pass's only when the input is (`same_input`).
+        self._names = names if same_input is not None else None
         self._blocked: AbstractSet[str] = blocked or frozenset()
         self._same: AbstractSet[str] = same_input or frozenset()
         self._held = held
@@ -170,7 +185,10 @@ class MemoizedParts:
         old = self._old if rematched is not None and self._old is not None else None
         if old is not None and old.header != header:
             old = None
-        changed = moved(old.facts, facts) if old is not None else {}
+        changed = {}
+        if old is not None:
+            names = None if self._names is None else self._names.moved
+            changed = moved(old.facts, facts, among=None if names is None else {"resolve": names})
         parts: list[DocumentPart] = []
         entries: dict[str, MemoEntry] = {}
         table: Reads = {kind: {} for kind in KINDS}

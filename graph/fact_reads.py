@@ -50,12 +50,22 @@ def answer(facts: Facts, kind: Kind, key: str) -> Any:
     return facts.frequent(key)
 
 
-def moved(reads: Reads, facts: Facts) -> dict[Kind, set[str]]:
-    """Per kind, the keys of `reads` that `facts` now answer otherwise."""
-    return {
-        kind: {key for key, old in table.items() if answer(facts, kind, key) != old}
-        for kind, table in reads.items()
-    }
+def moved(
+    reads: Reads, facts: Facts, *, among: Mapping[Kind, AbstractSet[str]] | None = None
+) -> dict[Kind, set[str]]:
+    """Per kind, the keys of `reads` that `facts` now answer otherwise. `among`: for the kinds
+    it names, the only keys that can answer otherwise (as the names a lexicon moved, for
+    "resolve"); the others are not asked."""
+    out: dict[Kind, set[str]] = {}
+    for kind, table in reads.items():
+        only = None if among is None else among.get(kind)
+        if only is None:
+            out[kind] = {key for key, old in table.items() if answer(facts, kind, key) != old}
+        else:
+            out[kind] = {
+                key for key in only if key in table and answer(facts, kind, key) != table[key]
+            }
+    return out
 
 
 class _Resolver:

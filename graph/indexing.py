@@ -135,6 +135,7 @@ def rebuild_corpus_edges(
                 matches=memo,
                 at=None if stored is None else stored.since,
                 held="content" in kept,  # a keeper that holds the caches in memory
+                names=names,
                 blocked=None
                 if unsettled is None
                 else {d for d, keys in doc_keys.items() if not keys.isdisjoint(unsettled)},

@@ -26,6 +26,7 @@ from rayweave.graph.edge_memo import (
     save_edge_memo,
 )
 from rayweave.graph.match_memo import MatchMemo, MemoizedMatches
+from rayweave.graph.name_memo import MemoizedNames, NameMemo
 from rayweave.graph.related_delta import RelatedState
 from rayweave.graph.schema import EdgeRow, GraphBatch, NodeLabel, RelType
 from rayweave.graph.store.change_log import StoreVersion
@@ -54,6 +55,8 @@ class Upkeep:
         self.belongs: dict[tuple[str, str], str] = {}  # BELONGS_TO as written, by its ends
         self.by_delta = 0  # passes whose BELONGS_TO came by delta
         self.inputs: dict[str, object] = {}  # document -> its chunks and mentions, last run
+        self.names: NameMemo | None = None
+        self.moved: list[int | None] = []  # names the lexicon remade, per run (None: all)
         self.runs = 0
 
     def run(
@@ -66,12 +69,25 @@ class Upkeep:
             for d in {c.doc_id for c in chunks}
         }
         same = {d for d, held in inputs.items() if self.inputs.get(d) == held}
+        read = frozenset(inputs.keys() | self.inputs.keys()) - same
         self.inputs = dict(inputs)
+        # Phase 1 carried as the actor carries it, its lexicon telling the memo which names moved.
+        names = MemoizedNames(self.names, changed=read if self.names is not None else None)
         parts = MemoizedParts(
-            self.parts, same_input=same, matches=find, at=AT, blocked=frozenset(), held=True
+            self.parts,
+            same_input=same,
+            matches=find,
+            at=AT,
+            blocked=frozenset(),
+            held=True,
+            names=names,
         )
-        batch = build_graph(chunks, mentions, settings=self.settings, find=find, parts_of=parts)
+        batch = build_graph(
+            chunks, mentions, settings=self.settings, names_of=names, find=find, parts_of=parts
+        )
         self.runs += 1
+        self.moved.append(None if names.moved is None else len(names.moved))
+        self.names = names.memo(StoreVersion(stamp="s", version=self.runs))
         made = f"pass-{self.runs}"
         assert find.memo is not None
         self.matches = dataclasses.replace(find.memo, made=made)
@@ -228,6 +244,7 @@ def test_random_changes_give_what_a_fresh_build_gives(seed: int, sentence_links:
             live[doc_id] = generate(rng, doc_id, step + 1)
     assert reused_total > 0
     assert up.by_delta > 0
+    assert any(n is not None for n in up.moved[1:])  # the memo asked only the moved names
 
 
 def test_the_memo_survives_a_file_and_another_pass_is_not_used(tmp_path: Path) -> None:

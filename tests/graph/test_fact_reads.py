@@ -59,6 +59,11 @@ def test_moved_names_exactly_the_answers_that_changed() -> None:
         "frequent": {"abc"},
     }
     assert moved(reads, facts(["Widget"])) == {kind: set() for kind in reads}
+    # Told which names can have moved, it asks only those of a kind (and keys never read none).
+    among = moved(reads, later, among={"resolve": {"widget", "gadget"}})
+    assert among["resolve"] == set()
+    assert among["generic"] == {"e1"}
+    assert moved(reads, later, among={"resolve": {"widgets"}})["resolve"] == {"widgets"}
 
 
 def test_a_recorded_set_or_mapping_cannot_be_read_whole() -> None:
