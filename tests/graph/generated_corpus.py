@@ -16,6 +16,7 @@ from rayweave.cluster.settings import QdrantSettings
 from rayweave.cluster.types import Chunk, ContentType, Document, Entity, Level
 from rayweave.cluster.vectors.factory import open_vector_store
 from rayweave.graph.indexing import index_batch
+from rayweave.graph.share import Share
 from rayweave.graph.store import GraphStore
 from rayweave.graph.synonym_index import NameIndex, SynonymRule, names_collection
 
@@ -149,3 +150,28 @@ def random_change(
     else:
         del live[doc_id]
     return f"{op} {doc_id}"
+
+
+def share_of(docs: dict[str, GeneratedDoc]) -> Share:
+    """The documents as one share, chunks in id order (as the store gives them)."""
+    chunks: list[Chunk] = sorted((c for g in docs.values() for c in g.chunks), key=lambda c: c.id)
+    mentions: dict[str, list[Entity]] = {
+        cid: list(ents) for g in docs.values() for cid, ents in g.mentions.items()
+    }
+    return Share(chunks, mentions, {})
+
+
+def change_some(
+    rng: random.Random, docs: dict[str, GeneratedDoc], version: int, *, ids: int
+) -> set[str]:
+    """Add, edit or delete one to three documents of `docs` (ids D0 to D{ids - 1}) in place;
+    returns the ids changed."""
+    changed: set[str] = set()
+    for _ in range(rng.randint(1, 3)):
+        doc = f"D{rng.randrange(ids)}"
+        if doc in docs and rng.random() < 0.4:
+            del docs[doc]
+        else:
+            docs[doc] = generate(rng, doc, version)
+        changed.add(doc)
+    return changed

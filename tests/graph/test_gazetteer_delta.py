@@ -9,22 +9,13 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from rayweave.cluster.settings import GraphSettings
-from rayweave.cluster.types import Chunk, Entity, Level
+from rayweave.cluster.types import Chunk, ContentType, Document, Level
 from rayweave.graph.corpus_phases import lexicon, tally_names_and_kept
 from rayweave.graph.mentions import Gazetteer
 from rayweave.graph.name_memo import MemoizedNames
-from rayweave.graph.share import Share
 from rayweave.graph.store.change_log import StoreVersion
 
-from .generated_corpus import GeneratedDoc, generate
-
-
-def _share(docs: dict[str, GeneratedDoc]) -> Share:
-    chunks: list[Chunk] = sorted((c for g in docs.values() for c in g.chunks), key=lambda c: c.id)
-    mentions: dict[str, list[Entity]] = {
-        cid: list(ents) for g in docs.values() for cid, ents in g.mentions.items()
-    }
-    return Share(chunks, mentions, {})
+from .generated_corpus import GeneratedDoc, change_some, generate, share_of
 
 
 def _as_sets(forms: Mapping[str, Sequence[str]]) -> dict[str, frozenset[str]]:
@@ -41,7 +32,10 @@ def _same(got: Gazetteer, fresh: Gazetteer) -> None:
 
 def _page(doc_id: str, text: str, title: str) -> GeneratedDoc:
     chunk = Chunk(id=f"{doc_id}-s0", doc_id=doc_id, level=Level.SECTION, text=text, title=title)
-    return GeneratedDoc(document=None, chunks=(chunk,), mentions={})  # type: ignore[arg-type]
+    document = Document(
+        id=doc_id, source=f"{doc_id}.md", title=title, content_type=ContentType.MARKDOWN, text=""
+    )
+    return GeneratedDoc(document=document, chunks=(chunk,), mentions={})
 
 
 class Passes:
@@ -54,9 +48,9 @@ class Passes:
         self.version += 1
         memo = None if self.names is None else self.names.memo(StoreVersion("s", self.version))
         self.names = MemoizedNames(memo, changed=None if changed is None else frozenset(changed))
-        tally, _ = self.names(_share(docs))
+        tally, _ = self.names(share_of(docs))
         got = self.names.lexicon(tally, GraphSettings()).gazetteer()
-        fresh = lexicon(tally_names_and_kept(_share(docs))[0], GraphSettings()).gazetteer()
+        fresh = lexicon(tally_names_and_kept(share_of(docs))[0], GraphSettings()).gazetteer()
         _same(got, fresh)
         if got.since is not None:
             # What the match memo compares: every form whose ids changed, and no other.
@@ -77,14 +71,7 @@ def test_random_changes_patch_to_what_a_fresh_gazetteer_holds(seed: int) -> None
     assert passes.run(docs, None).since is None  # nothing to patch
     patched = 0
     for version in range(1, 12):
-        changed: set[str] = set()
-        for _ in range(rng.randint(1, 3)):
-            doc = f"D{rng.randrange(18)}"
-            if doc in docs and rng.random() < 0.4:
-                del docs[doc]
-            else:
-                docs[doc] = generate(rng, doc, version)
-            changed.add(doc)
+        changed = change_some(rng, docs, version, ids=18)
         patched += passes.run(docs, changed).since is not None
     assert patched == 11
 
