@@ -43,8 +43,8 @@ def build_graph(
     hook's output. `names_of` gives phase 1 (`graph/name_memo.py`), `find` the gazetteer
     matches (`graph/match_memo.py`), `tally` phase 2's counts of them (`graph/tally_memo.py`),
     `parts_of` each document's phase 3 (`graph/edge_memo.py`; a reused document's edges are
-    left out); `columns`: co-occurrence's edges as the batch's
-    columns (`EdgeColumns`), for a sync that compares them with what is stored.
+    left out); `columns`: co-occurrence's edges as the batch's columns (`EdgeColumns`), for a
+    sync that compares them with what is stored.
     Structure edges (CHUNK_OF/HAS_CHILD/NEXT) are written by `GraphStore.write_chunks` from the
     chunk fields and are not repeated here.
     """

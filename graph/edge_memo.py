@@ -141,10 +141,10 @@ class MemoizedParts:
     handed RELATED_TO's state to keep by delta (building it costs twice a plain scoring, lost
     with a memo that only files keep); `names`: the pass's phase 1, whose lexicon says which
     names' resolution can have moved (then only those of the memo's are asked again). Leaves
-    what to keep (`memo`), the ids of the documents
-    it reused, whose edges it leaves out, and what of RELATED_TO moved when kept by delta
-    (`related_delta`, for the sync to compare alone) on itself; hands on the documents' units
-    counted from the memo's counts (`_units`)."""
+    what to keep (`memo`), the ids of the documents it reused, whose edges it leaves out, and
+    what of RELATED_TO moved when kept by delta (`related_delta`, for the sync to compare
+    alone) on itself; hands on the documents' units counted from the memo's counts
+    (`_units`)."""
 
     def __init__(
         self,
