@@ -5,10 +5,11 @@ Reading it whole costs about 1 s at 10k documents, whatever changed. A process t
 after upkeep (the upkeep actor, `ingest/upkeep_host.py`) keeps the last pass's copy and re-reads
 only the documents that a write has touched since: every write of a chunk or a document names
 its node in the log, and a delete names the document's node and its chunks'
-(`graph/store/change_log.py`). Keys the copy does not hold (a new document's, or entities') are
-looked up as chunk and document nodes. A full entry, a log compacted past the copy or a
-namespace written anew: read whole. A file copy would not pay: unpickling it costs what the
-read does.
+(`graph/store/change_log.py`). Keys that only the keeping pass's own entries name are not read
+again: a pass writes no chunk's content, only edges and entities around it. Keys the copy does
+not hold (a new document's, or entities') are looked up as chunk and document nodes. A full
+entry, a log compacted past the copy or a namespace written anew: read whole. A file copy
+would not pay: unpickling it costs what the read does.
 """
 
 from __future__ import annotations
@@ -66,12 +67,13 @@ class CorpusContent:
 def read_content(
     store: GraphStore, held: CorpusContent | None
 ) -> tuple[CorpusContent, frozenset[str] | None]:
-    """The stored content from `held` and the documents logged since it when the log allows,
-    else read whole; and the ids of the documents read (None: all), those gone included."""
+    """The stored content from `held` and the documents another writer than its pass logged
+    since it, when the log allows, else read whole; and the ids of the documents read (None:
+    all), those gone included."""
     if held is not None and held.at.stamp is not None:
-        changes = store.changes_since(held.at.version, stamp=held.at.stamp)
+        changes = store.changes_since(held.at.version, stamp=held.at.stamp, own=held.made)
         if not changes.full:
-            touched = _documents_of(store, held, changes.keys)
+            touched = _documents_of(store, held, changes.foreign)
             documents = {d: c for d, c in held.documents.items() if d not in touched}
             if touched:
                 documents.update(_by_document(store, *store.documents_content(sorted(touched))))

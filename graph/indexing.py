@@ -77,7 +77,11 @@ class CorpusPass:
 
 @gc_paused()
 def rebuild_corpus_edges(
-    store: GraphStore, *, full: bool = False, memos: MemoKeeper | None = None
+    store: GraphStore,
+    *,
+    full: bool = False,
+    memos: MemoKeeper | None = None,
+    made: str | None = None,
 ) -> CorpusPass:
     """Build entities, topics and every rule-made edge from all stored chunks and make the
     stored layer equal them (see module docstring), writing only rows that differ (`full`:
@@ -89,7 +93,9 @@ def rebuild_corpus_edges(
     (`graph/match_memo.py`; `full` matches every chunk and starts the memo anew); each
     document's phase 3 and the facts it read, so that the next one recomputes and syncs only
     the documents a change can reach (`graph/edge_memo.py`; needs the other two; `full`, which
-    keeps no snapshot, neither uses nor keeps it)."""
+    keeps no snapshot, neither uses nor keeps it). `made` names the pass in the memos it keeps
+    (None: a fresh name); when the store writes as `made` (`writing_as`), the next pass tells
+    this one's writes from others' and re-reads no document for them."""
     clock = StepClock()
     kept = memos.kept if memos is not None else frozenset()
     old = memos.load() if memos is not None and not full else LayerMemos()
@@ -188,14 +194,18 @@ def rebuild_corpus_edges(
         store.prune(0.0, among=edges.entity_ends if partial else None)
         store.touch()
     with clock.step("memo files"):
-        made = uuid.uuid4().hex  # names this pass in both memos: they are used together
+        made = made or uuid.uuid4().hex  # names this pass in the memos: used together
         if memos is not None:
             memos.keep(
                 LayerMemos(
                     snapshot=None
                     if stored is None or edges.view is None
                     else LayerSnapshot(
-                        ns=store.ns, at=stored.at, view=edges.view, entities=entity_view
+                        ns=store.ns,
+                        at=stored.at,
+                        view=edges.view,
+                        entities=entity_view,
+                        made=made,
                     ),
                     matches=None
                     if memo is None or memo.memo is None
@@ -305,17 +315,19 @@ def update_entity_layer(
         store.mark_all()
         if memos is not None:
             memos.forget_snapshot()
-    corpus = rebuild_corpus_edges(store, full=full, memos=memos)
+    made = uuid.uuid4().hex
     clock = StepClock()
-    clock.add(corpus.seconds)
     synonyms = None
-    if names is not None:
-        with clock.step("synonymy"):
-            if full:
-                names.store.drop()
-            held = None if full or memos is None else memos.held_names()
-            synonyms = update_synonyms(store, names, held)
-            if memos is not None:
-                memos.hold_names(synonyms.held)
+    with store.writing_as(made):  # this pass's entries, which its memos account for
+        corpus = rebuild_corpus_edges(store, full=full, memos=memos, made=made)
+        clock.add(corpus.seconds)
+        if names is not None:
+            with clock.step("synonymy"):
+                if full:
+                    names.store.drop()
+                held = None if full or memos is None else memos.held_names()
+                synonyms = update_synonyms(store, names, held)
+                if memos is not None:
+                    memos.hold_names(synonyms.held)
     store.end_maintenance()
     return EntityLayerUpdate(corpus=corpus, synonyms=synonyms, seconds=clock.seconds)

@@ -9,6 +9,9 @@ snapshot, drops every edge with an end among the keys logged since that version,
 those keys' edges from the store (`graph/store/change_log.py`: every write names the nodes whose
 edges it changed). The result equals a full read. The stored entities, which the pass compares
 its entity rows with (59k at 10k documents, 0.8 s of an upkeep to read), are kept alike.
+The pass's own writes come after that version too: they are read back like any (its clean-up
+may change nodes after the sync), but only another writer's keys make a document's stored edges
+unsettled (`StoredLayer.unsettled`), since what the pass wrote is what its memos hold.
 
 The snapshot is a cache, never the truth: it is used only when the log still reaches back to
 its version through the same stamp (not compacted, no full entry, the namespace not written
@@ -39,21 +42,23 @@ _FORMAT = 1
 class LayerSnapshot:
     """The synced edges (`view`) of namespace `ns`, true for every edge whose ends no write
     after `at` names; `entities`, the stored entities, likewise for every entity no write after
-    `at` names (None: not kept)."""
+    `at` names (None: not kept); `made`: the writer that the pass which kept it named in its
+    change-log entries ('' for none)."""
 
     ns: str
     at: StoreVersion
     view: LayerView
     entities: EntityView | None = None
+    made: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoredLayer:
     """What `stored_layer` found: the view, the version it is true from, and how it was made
     (`reread` keys read from the store; None when the whole layer was read). `unsettled`: the
-    keys of the nodes whose edges may no longer be what the snapshot's pass left (the nodes a
-    write touched since, and the starts of edges to a touched chunk or document); None when
-    the layer was read whole."""
+    keys of the nodes whose edges may no longer be what the snapshot's pass left (the nodes
+    another writer touched since, and the starts of edges to such a chunk or document: the
+    pass's own writes are what it left); None when the layer was read whole."""
 
     view: LayerView
     at: StoreVersion
@@ -75,9 +80,11 @@ def stored_layer(
     becomes the result (a copy of its 670k edges at 10k documents cost 0.2 s a pass)."""
     sources = tuple(sources)
     if snapshot is not None and snapshot.ns == store.ns and snapshot.at.stamp is not None:
-        changes = store.changes_since(snapshot.at.version, stamp=snapshot.at.stamp)
+        changes = store.changes_since(
+            snapshot.at.version, stamp=snapshot.at.stamp, own=snapshot.made
+        )
         if not changes.full:
-            keys = changes.keys
+            keys, foreign = changes.keys, changes.foreign
             view = snapshot.view if owned else dict(snapshot.view)
             # An entity is never written away under an edge that the next pass still makes
             # (`graph/edge_memo.py`); a chunk or document can be, by ingesting it again.
@@ -85,7 +92,7 @@ def stored_layer(
             starts: set[str] = set()
             if keys:
                 dropped = [k for k in view if k[3] in keys or k[4] in keys]
-                starts = {k[3] for k in dropped if k[4] in keys and k[2] != entity}
+                starts = {k[3] for k in dropped if k[4] in foreign and k[2] != entity}
                 for k in dropped:
                     del view[k]
                 view.update(store.stored_edges(sources, touching=keys))
@@ -101,7 +108,7 @@ def stored_layer(
                 at=changes.to,
                 reread=len(keys),
                 since=snapshot.at,
-                unsettled=frozenset(keys) | starts,
+                unsettled=foreign | starts,
                 entities=entities,
             )
     at = store.version()
@@ -117,7 +124,11 @@ def load_snapshot(path: Path) -> LayerSnapshot | None:
     try:
         at = StoreVersion(stamp=data["stamp"], version=data["version"])
         return LayerSnapshot(
-            ns=str(data["ns"]), at=at, view=data["edges"], entities=data.get("entities")
+            ns=str(data["ns"]),
+            at=at,
+            view=data["edges"],
+            entities=data.get("entities"),
+            made=str(data.get("made", "")),
         )
     except (KeyError, TypeError) as exc:
         log.warning("layer snapshot %s is malformed (%s); reading the stored layer", path, exc)
@@ -134,5 +145,6 @@ def save_snapshot(
         "version": snapshot.at.version,
         "edges": snapshot.view,
         "entities": snapshot.entities,
+        "made": snapshot.made,
     }
     write_cache(path, _FORMAT, data, stop=stop)

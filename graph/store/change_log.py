@@ -6,6 +6,10 @@ Every write path marks the keys of the nodes whose projected row or incident edg
 keys)` or `(version, full)`. A projection built at version v re-reads only the nodes named by
 the entries after v (`graph/projection_delta.py`), or reloads whole when an entry is full or
 the log no longer reaches back to v: only the last `graph.change_log_entries` entries are kept.
+
+An entry also names its writer when the connection has one (`StoreConnection.writing_as`): the
+upkeep tags its own, so that its next pass can tell what it wrote itself, which its caches already
+hold, from what others wrote since (`Changes.foreign`).
 """
 
 from __future__ import annotations
@@ -32,11 +36,18 @@ class StoreVersion:
 @dataclass(frozen=True, slots=True)
 class Changes:
     """The entries after a version, merged: the keys to re-read, or `full` when some entry
-    could not name them or the log was compacted past that version."""
+    could not name them or the log was compacted past that version. `own`: the keys that only
+    the entries of the reader's own writer named (see `merge_changes`)."""
 
     to: StoreVersion
     keys: frozenset[str]
     full: bool
+    own: frozenset[str] = frozenset()
+
+    @property
+    def foreign(self) -> frozenset[str]:
+        """The keys some other writer named: what the reader's own writes cannot account for."""
+        return self.keys - self.own if self.own else self.keys
 
 
 def log_change(
@@ -46,10 +57,12 @@ def log_change(
     keys: Sequence[str] | None,
     *,
     keep: int,
+    writer: str = "",
 ) -> int:
-    """Bump the namespace's version and append its entry (`keys` None: a full entry); drops the
-    entries older than the last `keep`. Returns the new version. The entry keeps the stamp value
-    it set, so a reader can tell that its own version lies in this history (`merge_changes`)."""
+    """Bump the namespace's version and append its entry (`keys` None: a full entry; `writer`:
+    who wrote, '' for anyone); drops the entries older than the last `keep`. Returns the new
+    version. The entry keeps the stamp value it set, so a reader can tell that its own version
+    lies in this history (`merge_changes`)."""
     value = uuid.uuid4().hex
     record = tx.run(
         q(
@@ -63,7 +76,7 @@ def log_change(
     tx.run(
         q(
             f"CREATE (c:{CHANGE_LABEL} {{key: $key, ns: $ns, version: $v, keys: $keys, "
-            "full: $full, at: $at, value: $value})"
+            "full: $full, at: $at, value: $value, writer: $writer})"
         ),
         {
             "key": f"{stamp_key}:{version}",
@@ -73,6 +86,7 @@ def log_change(
             "keys": list(keys or ()),
             "full": keys is None,
             "at": time.time(),
+            "writer": writer,
         },
     ).consume()
     tx.run(
@@ -98,11 +112,14 @@ def merge_changes(
     entries: Sequence[dict[str, object]],
     *,
     stamp: str | None = None,
+    own: str = "",
 ) -> Changes:
-    """Merge the entries `(version, keys, full)` after `since` up to `to`; full when one is full
-    or any version in between is missing (compacted away, or never logged). With `stamp` (the
-    value the reader saw at `since`), `entries` also holds entry `since`, and a different value
-    there means the namespace was dropped and written anew since: full too."""
+    """Merge the entries `(version, keys, full[, writer])` after `since` up to `to`; full when
+    one is full or any version in between is missing (compacted away, or never logged). With
+    `stamp` (the value the reader saw at `since`), `entries` also holds entry `since`, and a
+    different value there means the namespace was dropped and written anew since: full too.
+    `own`: the reader's writer; the keys only its entries name are told apart (`Changes.own`).
+    A full entry is full whoever wrote it: it names nothing to tell apart."""
     if stamp is not None and since > 0:
         at_since = [e for e in entries if e["version"] == since]
         if not at_since or at_since[0].get("value") != stamp:
@@ -112,8 +129,10 @@ def merge_changes(
     if versions != list(range(since + 1, to.version + 1)):
         return Changes(to=to, keys=frozenset(), full=True)
     keys: set[str] = set()
+    mine: set[str] = set()
     for e in entries:
         if e["full"]:
             return Changes(to=to, keys=frozenset(), full=True)
-        keys.update(str(k) for k in e["keys"] or ())  # type: ignore[attr-defined]
-    return Changes(to=to, keys=frozenset(keys), full=False)
+        named = {str(k) for k in e["keys"] or ()}  # type: ignore[attr-defined]
+        (mine if own and e.get("writer") == own else keys).update(named)
+    return Changes(to=to, keys=frozenset(keys | mine), full=False, own=frozenset(mine - keys))

@@ -13,7 +13,6 @@ from typing import Any
 import neo4j
 
 from rayweave.graph.schema import CHUNK_LABELS, NodeLabel
-from rayweave.graph.store.connection import run_count, run_single
 from rayweave.graph.store.cypher import (
     ANCHOR_PATTERN,
     INTRODUCED,
@@ -22,6 +21,7 @@ from rayweave.graph.store.cypher import (
     detach_delete_query,
     q,
 )
+from rayweave.graph.store.session import run_count, run_single
 
 __all__ = [
     "ConversationReport",

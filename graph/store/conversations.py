@@ -15,10 +15,11 @@ import neo4j
 from rayweave.cluster.errors import InputError, NotFoundError
 from rayweave.graph.names import name_ngrams, normalize_name, unique, variants
 from rayweave.graph.schema import EdgeSource
-from rayweave.graph.store.connection import StoreConnection, run_single
+from rayweave.graph.store.connection import StoreConnection
 from rayweave.graph.store.cypher import q
 from rayweave.graph.store.reads import MAX_NGRAM
 from rayweave.graph.store.records import MessageRecord, ViewRecord
+from rayweave.graph.store.session import run_single
 
 __all__ = ["GraphConversations"]
 

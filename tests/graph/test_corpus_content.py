@@ -3,6 +3,7 @@ documents a write touched."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -42,3 +43,19 @@ def test_an_entry_that_cannot_name_its_keys_reads_whole(graph_store: GraphStore)
     again, read = read_content(graph_store, held)
     assert read is None
     assert again.flat() == graph_store.documents_content()
+
+
+def test_its_own_passs_entries_read_nothing_again(graph_store: GraphStore) -> None:
+    rng = random.Random(7)
+    write(graph_store, [generate(rng, f"D{i}", 0) for i in range(3)])
+    held, _ = read_content(graph_store, None)
+    held = dataclasses.replace(held, made="pass-1")
+    with graph_store.writing_as("pass-1"):  # the keeping pass's edges around D0
+        graph_store.mark([graph_store.key("D0")])
+        graph_store.touch()
+    again, read = read_content(graph_store, held)
+    assert read == frozenset()
+    graph_store.mark([graph_store.key("D0")])  # anyone else: D0 may have been written anew
+    graph_store.touch()
+    _, read = read_content(graph_store, again)
+    assert read == {"D0"}

@@ -17,6 +17,7 @@ from tests_support import graph_snapshot
 
 from rayweave.cluster.types import Chunk, ContentType, Document, Level
 from rayweave.graph.builders import build_graph
+from rayweave.graph.corpus_content import document_keys
 from rayweave.graph.indexing import update_entity_layer
 from rayweave.graph.layer_memos import HeldMemos, MemoFiles
 from rayweave.graph.schema import CORPUS_SOURCES
@@ -230,3 +231,36 @@ def test_related_kept_by_delta_leaves_what_a_fresh_ingest_builds(
         assert graph_snapshot(graph_store) == expected, change
     names.store.close()
     assert swept > 0
+
+
+def test_an_upkeep_takes_its_last_passes_writes_as_its_own(
+    graph_store: GraphStore, tmp_path: Path
+) -> None:
+    # A change's upkeep writes edges of documents it did not change (a name's new matches,
+    # topics' members). The next upkeep finds those keys in the log after its caches' version,
+    # but they are its last pass's own writes, which its caches hold: with no other write in
+    # between it reads no document again and reuses every one, and the graph stays fresh.
+    rng = random.Random(21)
+    names = name_index(tmp_path / "live", graph_store.ns)
+    live = {f"D{i}": generate(rng, f"D{i}", 0) for i in range(12)}
+    write(graph_store, list(live.values()))
+    memos = HeldMemos(MemoFiles.under(tmp_path / "layers", graph_store.ns))
+    for _ in range(2):  # the first relinks every name: a full log entry, read whole next
+        update_entity_layer(graph_store, names, memos=memos)
+    reached = 0
+    for step in range(6):
+        change = random_change(rng, graph_store, live, step + 1)
+        before = graph_store.version()
+        update_entity_layer(graph_store, names, memos=memos)
+        written = graph_store.changes_since(before.version, stamp=before.stamp).keys
+        others = document_keys(graph_store, graph_store.documents_content()[0])
+        reached += any(
+            not keys.isdisjoint(written) for d, keys in others.items() if d != change.split()[1]
+        )
+        again = update_entity_layer(graph_store, names, memos=memos)
+        assert again.corpus.read == 0, f"step {step}: {change}"
+        assert again.corpus.reused == len(live), f"step {step}: {change}"
+        expected = fresh_snapshot(graph_store, tmp_path, f"fresh{step}", list(live.values()))
+        assert graph_snapshot(graph_store) == expected, change
+    names.store.close()
+    assert reached > 0, "no upkeep wrote another document's edges: nothing was tested"

@@ -100,3 +100,29 @@ def test_entities_a_prune_deletes_are_not_kept_as_stored(
     found = stored_layer(graph_store, CORPUS_SOURCES, snapshot)
     assert found.reread is not None  # the log names what went: no whole read
     assert found.entities == graph_store.stored_entities()
+
+
+def test_only_another_writers_keys_unsettle_a_documents_edges(
+    graph_store: GraphStore, tmp_path: Path
+) -> None:
+    rng = random.Random(14)
+    layer = tmp_path / "layer.pickle"
+    write(graph_store, [generate(rng, f"D{i}", 0) for i in range(3)])
+    for _ in range(2):  # the first relinks every name: a full log entry, read whole next
+        update_entity_layer(graph_store, None, memos=MemoFiles(snapshot=layer))
+    snapshot = load_snapshot(layer)
+    assert snapshot is not None
+    assert snapshot.made  # the pass's name, as its entries carry it
+    key = graph_store.key("D0")
+    with graph_store.writing_as(snapshot.made):  # as the pass that kept it, after its sync
+        graph_store.mark([key])
+        graph_store.touch()
+    own = stored_layer(graph_store, CORPUS_SOURCES, snapshot)
+    assert own.unsettled is not None
+    assert key not in own.unsettled
+    assert own.view == graph_store.stored_edges(CORPUS_SOURCES)  # read back all the same
+    graph_store.mark([key])  # anyone else
+    graph_store.touch()
+    other = stored_layer(graph_store, CORPUS_SOURCES, load_snapshot(layer))
+    assert other.unsettled is not None
+    assert key in other.unsettled

@@ -12,13 +12,25 @@ from rayweave.graph.store.change_log import StoreVersion, merge_changes
 AT = StoreVersion(stamp="s", version=4)
 
 
-def entry(version: int, *keys: str, full: bool = False, value: str = "") -> dict[str, object]:
-    return {"version": version, "keys": list(keys), "full": full, "value": value}
+def entry(
+    version: int, *keys: str, full: bool = False, value: str = "", writer: str = ""
+) -> dict[str, object]:
+    return {"version": version, "keys": list(keys), "full": full, "value": value, "writer": writer}
 
 
 def test_entries_after_a_version_merge_into_their_keys() -> None:
     changes = merge_changes(2, AT, [entry(3, "a", "b"), entry(4, "b", "c")])
     assert (changes.full, changes.keys) == (False, {"a", "b", "c"})
+
+
+def test_the_keys_only_a_readers_own_entries_name_are_told_apart() -> None:
+    entries = [entry(3, "a", "b", writer="me"), entry(4, "b", "c", writer="other")]
+    mine = merge_changes(2, AT, entries, own="me")
+    assert (mine.keys, mine.own, mine.foreign) == ({"a", "b", "c"}, {"a"}, {"b", "c"})
+    anyone = merge_changes(2, AT, entries)
+    assert (anyone.keys, anyone.foreign) == ({"a", "b", "c"}, {"a", "b", "c"})
+    # Its own full entry names nothing to tell apart.
+    assert merge_changes(2, AT, [entry(3, "a"), entry(4, full=True, writer="me")], own="me").full
 
 
 @pytest.mark.parametrize(
@@ -38,6 +50,21 @@ def test_a_reader_that_names_its_stamp_needs_its_own_entry_in_the_history() -> N
     assert (same.full, same.keys) == (False, {"a", "b"})  # entry 2 itself is not re-read
     assert merge_changes(2, AT, [entry(2, value="other"), *later], stamp="v2").full  # written anew
     assert merge_changes(2, AT, later, stamp="v2").full  # entry 2 compacted away
+
+
+@pytest.mark.integration
+def test_entries_appended_while_writing_as_someone_name_them(graph_store: GraphStore) -> None:
+    graph_store.mark(["w"])
+    graph_store.touch()
+    seen = graph_store.version()
+    with graph_store.writing_as("pass-1"):
+        graph_store.mark(["x", "y"])
+        graph_store.touch()
+    graph_store.mark(["y", "z"])
+    graph_store.touch()
+    changes = graph_store.changes_since(seen.version, stamp=seen.stamp, own="pass-1")
+    assert (changes.keys, changes.own, changes.foreign) == ({"x", "y", "z"}, {"x"}, {"y", "z"})
+    assert graph_store.changes_since(seen.version, stamp=seen.stamp, own="pass-2").own == set()
 
 
 @pytest.mark.integration
