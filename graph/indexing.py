@@ -162,6 +162,7 @@ def rebuild_corpus_edges(
         topics = store.write_topics(batch.topics)
         synced: list[str] | None = None  # the keys of the entities written (None: all)
         entity_view: EntityView | None = None  # the stored entities after the write
+        sync_entry: int | None = None  # the change-log entry of the sync alone
         if stored is None:
             entities = store.write_entities(batch.entities, mode="replace")
             run = uuid.uuid4().hex
@@ -181,6 +182,9 @@ def rebuild_corpus_edges(
                 delta=None if reuse is None else reuse.related_delta,
                 rows_delta=None if reuse is None else reuse.belongs_delta,
             )
+            # Logged apart from the clean-up's writes: the snapshot kept below holds these
+            # keys as the sync wrote them, so the next pass need not read them back.
+            sync_entry = store.touch()
     with clock.step("clean up"):
         store.delete_topics_except(batch.topics)
         # After a sync from a snapshot, only the entities it wrote can list fewer aliases, and
@@ -206,6 +210,7 @@ def rebuild_corpus_edges(
                         view=edges.view,
                         entities=entity_view,
                         made=made,
+                        synced=sync_entry,
                     ),
                     matches=None
                     if memo is None or memo.memo is None

@@ -9,9 +9,11 @@ snapshot, drops every edge with an end among the keys logged since that version,
 those keys' edges from the store (`graph/store/change_log.py`: every write names the nodes whose
 edges it changed). The result equals a full read. The stored entities, which the pass compares
 its entity rows with (59k at 10k documents, 0.8 s of an upkeep to read), are kept alike.
-The pass's own writes come after that version too: they are read back like any (its clean-up
-may change nodes after the sync), but only another writer's keys make a document's stored edges
-unsettled (`StoredLayer.unsettled`), since what the pass wrote is what its memos hold.
+The pass's own writes come after that version too. Its sync has an entry of its own, whose keys
+the snapshot holds as written, so they are not read back; what its clean-up and synonymy wrote
+after the sync (an entity pruned, an alias dropped) is. Only another writer's keys make a
+document's stored edges unsettled (`StoredLayer.unsettled`): what the pass wrote is what its
+memos hold.
 
 The snapshot is a cache, never the truth: it is used only when the log still reaches back to
 its version through the same stamp (not compacted, no full entry, the namespace not written
@@ -43,13 +45,15 @@ class LayerSnapshot:
     """The synced edges (`view`) of namespace `ns`, true for every edge whose ends no write
     after `at` names; `entities`, the stored entities, likewise for every entity no write after
     `at` names (None: not kept); `made`: the writer that the pass which kept it named in its
-    change-log entries ('' for none)."""
+    change-log entries ('' for none); `synced`: the version of its entry for the sync alone,
+    whose keys `view` and `entities` hold as they were written (None: none)."""
 
     ns: str
     at: StoreVersion
     view: LayerView
     entities: EntityView | None = None
     made: str = ""
+    synced: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,10 +85,11 @@ def stored_layer(
     sources = tuple(sources)
     if snapshot is not None and snapshot.ns == store.ns and snapshot.at.stamp is not None:
         changes = store.changes_since(
-            snapshot.at.version, stamp=snapshot.at.stamp, own=snapshot.made
+            snapshot.at.version, stamp=snapshot.at.stamp, own=snapshot.made, held=snapshot.synced
         )
         if not changes.full:
-            keys, foreign = changes.keys, changes.foreign
+            # What the pass's own sync wrote, the snapshot holds as written: not read back.
+            keys, foreign = changes.keys - changes.held, changes.foreign
             view = snapshot.view if owned else dict(snapshot.view)
             # An entity is never written away under an edge that the next pass still makes
             # (`graph/edge_memo.py`); a chunk or document can be, by ingesting it again.
@@ -129,6 +134,7 @@ def load_snapshot(path: Path) -> LayerSnapshot | None:
             view=data["edges"],
             entities=data.get("entities"),
             made=str(data.get("made", "")),
+            synced=data.get("synced"),
         )
     except (KeyError, TypeError) as exc:
         log.warning("layer snapshot %s is malformed (%s); reading the stored layer", path, exc)
@@ -146,5 +152,6 @@ def save_snapshot(
         "edges": snapshot.view,
         "entities": snapshot.entities,
         "made": snapshot.made,
+        "synced": snapshot.synced,
     }
     write_cache(path, _FORMAT, data, stop=stop)

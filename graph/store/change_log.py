@@ -37,12 +37,14 @@ class StoreVersion:
 class Changes:
     """The entries after a version, merged: the keys to re-read, or `full` when some entry
     could not name them or the log was compacted past that version. `own`: the keys that only
-    the entries of the reader's own writer named (see `merge_changes`)."""
+    the entries of the reader's own writer named; `held`: those of them that only its entry
+    `held` named (see `merge_changes`)."""
 
     to: StoreVersion
     keys: frozenset[str]
     full: bool
     own: frozenset[str] = frozenset()
+    held: frozenset[str] = frozenset()
 
     @property
     def foreign(self) -> frozenset[str]:
@@ -113,13 +115,16 @@ def merge_changes(
     *,
     stamp: str | None = None,
     own: str = "",
+    held: int | None = None,
 ) -> Changes:
     """Merge the entries `(version, keys, full[, writer])` after `since` up to `to`; full when
     one is full or any version in between is missing (compacted away, or never logged). With
     `stamp` (the value the reader saw at `since`), `entries` also holds entry `since`, and a
     different value there means the namespace was dropped and written anew since: full too.
-    `own`: the reader's writer; the keys only its entries name are told apart (`Changes.own`).
-    A full entry is full whoever wrote it: it names nothing to tell apart."""
+    `own`: the reader's writer; the keys only its entries name are told apart (`Changes.own`),
+    and those only its entry of version `held` names too (`Changes.held`: writes whose result
+    the reader holds as written). A full entry is full whoever wrote it: it names nothing to
+    tell apart."""
     if stamp is not None and since > 0:
         at_since = [e for e in entries if e["version"] == since]
         if not at_since or at_since[0].get("value") != stamp:
@@ -128,11 +133,21 @@ def merge_changes(
     versions = sorted(int(e["version"]) for e in entries)  # type: ignore[call-overload]
     if versions != list(range(since + 1, to.version + 1)):
         return Changes(to=to, keys=frozenset(), full=True)
-    keys: set[str] = set()
-    mine: set[str] = set()
+    others: set[str] = set()
+    mine: set[str] = set()  # named by the reader's entries other than `held`
+    kept: set[str] = set()  # named by its entry `held`
     for e in entries:
         if e["full"]:
             return Changes(to=to, keys=frozenset(), full=True)
         named = {str(k) for k in e["keys"] or ()}  # type: ignore[attr-defined]
-        (mine if own and e.get("writer") == own else keys).update(named)
-    return Changes(to=to, keys=frozenset(keys | mine), full=False, own=frozenset(mine - keys))
+        if not own or e.get("writer") != own:
+            others.update(named)
+        else:
+            (kept if e["version"] == held else mine).update(named)
+    return Changes(
+        to=to,
+        keys=frozenset(others | mine | kept),
+        full=False,
+        own=frozenset((mine | kept) - others),
+        held=frozenset(kept - others - mine),
+    )

@@ -60,10 +60,12 @@ class StoreConnection(StoreSession):
             )
         )
 
-    def changes_since(self, version: int, *, stamp: str | None = None, own: str = "") -> Changes:
+    def changes_since(
+        self, version: int, *, stamp: str | None = None, own: str = "", held: int | None = None
+    ) -> Changes:
         """The keys that the writes after `version` touched, or full (see `merge_changes`;
-        `stamp`: the value seen at `version`, to tell a namespace written anew; `own`: the
-        writer whose keys are told apart)."""
+        `stamp`: the value seen at `version`, to tell a namespace written anew; `own`, `held`:
+        the writer and the entry of it whose keys are told apart)."""
         to = self.version()
         if to.version < version or (to.version == version and stamp in (None, to.stamp)):
             return Changes(to=to, keys=frozenset(), full=to.version < version)
@@ -75,7 +77,7 @@ class StoreConnection(StoreSession):
             {"first": first, "to": to.version},
             op="changes",
         )
-        return merge_changes(version, to, entries, stamp=stamp, own=own)
+        return merge_changes(version, to, entries, stamp=stamp, own=own, held=held)
 
     def begin_maintenance(self) -> bool:
         """Flag the namespace's corpus-wide upkeep as under way; True when a previous run left
@@ -115,32 +117,29 @@ class StoreConnection(StoreSession):
         """The write under way cannot name what it changed: the next entry is full."""
         self._dirty_all = True
 
-    def touch(self) -> None:
+    def touch(self) -> int:
         """Record that the namespace changed: a fresh stamp value, and a change-log entry with
         the keys marked since the last touch (full after `mark_all`, or past
-        `graph.change_log_max_keys`)."""
-        self._write_logged("touch", lambda tx: None)
+        `graph.change_log_max_keys`). Returns the entry's version."""
+        return self._write_logged("touch", lambda tx: None)[1]
 
-    def _write_logged(self, op: str, work: Callable[[neo4j.ManagedTransaction], T]) -> T:
+    def _write_logged(
+        self, op: str, work: Callable[[neo4j.ManagedTransaction], T]
+    ) -> tuple[T, int]:
         """`work` and the change-log entry for everything marked so far (`work` may mark too)
-        in one transaction: no crash can leave a write that the log does not name."""
+        in one transaction: no crash can leave a write that the log does not name. Returns
+        what `work` did and the entry's version."""
 
-        def logged(tx: neo4j.ManagedTransaction) -> T:
+        def logged(tx: neo4j.ManagedTransaction) -> tuple[T, int]:
             result = work(tx)
             keys: list[str] | None = sorted(self._dirty)
             if self._dirty_all or len(self._dirty) > self.settings.change_log_max_keys:
                 keys = None
-            log_change(
-                tx,
-                self.ns,
-                self.key(STAMP_LABEL),
-                keys,
-                keep=self.settings.change_log_entries,
-                writer=self._writer,
-            )
-            return result
+            keep = self.settings.change_log_entries
+            stamp = self.key(STAMP_LABEL)
+            return result, log_change(tx, self.ns, stamp, keys, keep=keep, writer=self._writer)
 
-        result = self._write(op, logged)
+        done = self._write(op, logged)
         self._dirty.clear()
         self._dirty_all = False
-        return result
+        return done

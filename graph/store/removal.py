@@ -81,7 +81,7 @@ class GraphRemoval(StoreConnection):
 
         # Logged in the same transaction: a deletion the log missed would stay unseen by
         # projections and by the corpus pass's layer snapshot (`graph/layer_snapshot.py`).
-        return self._write_logged("delete_document", work)
+        return self._write_logged("delete_document", work)[0]
 
     def drop_namespace(self) -> int:
         """Delete every node (and so every edge) of this namespace; returns the node count."""

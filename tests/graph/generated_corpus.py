@@ -132,6 +132,23 @@ def name_index(folder: Path, namespace: str) -> NameIndex:
     )
 
 
+def titled(doc_id: str, title: str, text: str) -> GeneratedDoc:
+    """A one-section document titled `title`: its title is a name of its own."""
+    document = Document(
+        id=doc_id, source=f"{doc_id}.md", title=title, content_type=ContentType.MARKDOWN, text=""
+    )
+    chunk = Chunk(
+        id=f"{doc_id}-s0",
+        doc_id=doc_id,
+        level=Level.SECTION,
+        text=text,
+        title=title,
+        section_path=(title,),
+        position=0,
+    )
+    return GeneratedDoc(document, (chunk,), {})
+
+
 def random_change(
     rng: random.Random, store: GraphStore, live: dict[str, GeneratedDoc], n: int
 ) -> str:

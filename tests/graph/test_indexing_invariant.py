@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from tests_support import graph_snapshot
 
-from rayweave.cluster.types import Chunk, ContentType, Document, Level
 from rayweave.graph.builders import build_graph
 from rayweave.graph.corpus_content import document_keys
 from rayweave.graph.indexing import update_entity_layer
@@ -23,7 +22,7 @@ from rayweave.graph.layer_memos import HeldMemos, MemoFiles
 from rayweave.graph.schema import CORPUS_SOURCES
 from rayweave.graph.store import GraphStore
 
-from .generated_corpus import GeneratedDoc, generate, name_index, random_change, write
+from .generated_corpus import GeneratedDoc, generate, name_index, random_change, titled, write
 
 pytestmark = pytest.mark.integration
 
@@ -132,22 +131,6 @@ def test_random_updates_leave_the_graph_a_fresh_ingest_would_build(
     assert names_followed > 0 or keeper == "files"
 
 
-def _titled(doc_id: str, title: str, text: str) -> GeneratedDoc:
-    document = Document(
-        id=doc_id, source=f"{doc_id}.md", title=title, content_type=ContentType.MARKDOWN, text=""
-    )
-    chunk = Chunk(
-        id=f"{doc_id}-s0",
-        doc_id=doc_id,
-        level=Level.SECTION,
-        text=text,
-        title=title,
-        section_path=(title,),
-        position=0,
-    )
-    return GeneratedDoc(document, (chunk,), {})
-
-
 def test_an_entity_merged_away_goes_in_an_upkeep_from_the_snapshot(
     graph_store: GraphStore, tmp_path: Path
 ) -> None:
@@ -157,8 +140,8 @@ def test_an_entity_merged_away_goes_in_an_upkeep_from_the_snapshot(
     # deleted edge for orphans: the plural's entity must be among them.
     names = name_index(tmp_path / "live", graph_store.ns)
     memos = MemoFiles.under(tmp_path / "layers", graph_store.ns)
-    plural = _titled("A", "Gadgets", "Gadgets are small tools that fit in a pocket.")
-    singular = _titled("B", "Gadget", "A Gadget is one of the small tools.")
+    plural = titled("A", "Gadgets", "Gadgets are small tools that fit in a pocket.")
+    singular = titled("B", "Gadget", "A Gadget is one of the small tools.")
     write(graph_store, [plural])
     for _ in range(2):  # the first relinks every name: a full log entry, read whole next
         update_entity_layer(graph_store, names, memos=memos)
@@ -183,11 +166,11 @@ def test_a_document_written_again_unchanged_gets_its_edges_back(
     # B, must be made again rather than kept from the memo.
     names = name_index(tmp_path / "live", graph_store.ns)
     memos = MemoFiles.under(tmp_path / "layers", graph_store.ns)
-    a = _titled("A", "Gadget Guide", "The Gadget Guide points to B for the Widget Toolkit.")
+    a = titled("A", "Gadget Guide", "The Gadget Guide points to B for the Widget Toolkit.")
     a = GeneratedDoc(a.document, (dataclasses.replace(a.chunks[0], references=("B.md",)),), {})
-    b = _titled("B", "Widget Toolkit", "The Widget Toolkit ships every Gadget.")
+    b = titled("B", "Widget Toolkit", "The Widget Toolkit ships every Gadget.")
     b = GeneratedDoc(b.document, (dataclasses.replace(b.chunks[0], source="B.md"),), {})
-    c = _titled("C", "Lake Geneva", "Lake Geneva lies between two countries.")
+    c = titled("C", "Lake Geneva", "Lake Geneva lies between two countries.")
     write(graph_store, [a, b, c])
     for _ in range(2):  # the first relinks every name: a full log entry, read whole next
         update_entity_layer(graph_store, names, memos=memos)

@@ -14,7 +14,7 @@ from rayweave.graph.layer_snapshot import load_snapshot, stored_layer
 from rayweave.graph.schema import CORPUS_SOURCES, EntityRow
 from rayweave.graph.store import GraphStore
 
-from .generated_corpus import generate, random_change, write
+from .generated_corpus import generate, random_change, titled, write
 
 pytestmark = pytest.mark.integration
 
@@ -126,3 +126,54 @@ def test_only_another_writers_keys_unsettle_a_documents_edges(
     other = stored_layer(graph_store, CORPUS_SOURCES, load_snapshot(layer))
     assert other.unsettled is not None
     assert key in other.unsettled
+
+
+def test_what_the_passs_own_sync_wrote_is_not_read_back(
+    graph_store: GraphStore, tmp_path: Path
+) -> None:
+    # The sync's keys are logged in an entry of their own, which the snapshot holds as
+    # written; the clean-up's (entities pruned after the sync) and anyone else's are read.
+    rng = random.Random(15)
+    layer = tmp_path / "layer.pickle"
+    live = {f"D{i}": generate(rng, f"D{i}", 0) for i in range(6)}
+    write(graph_store, list(live.values()))
+    for _ in range(2):  # the first relinks every name: a full log entry, read whole next
+        update_entity_layer(graph_store, None, memos=MemoFiles(snapshot=layer))
+    held = 0
+    for step in range(6):
+        random_change(rng, graph_store, live, step + 1)
+        update_entity_layer(graph_store, None, memos=MemoFiles(snapshot=layer))
+        snapshot = load_snapshot(layer)
+        assert snapshot is not None
+        assert snapshot.synced is not None
+        at = snapshot.at
+        changes = graph_store.changes_since(
+            at.version, stamp=at.stamp, own=snapshot.made, held=snapshot.synced
+        )
+        found = stored_layer(graph_store, CORPUS_SOURCES, snapshot)
+        assert found.reread == len(changes.keys - changes.held), f"step {step}"
+        assert found.view == graph_store.stored_edges(CORPUS_SOURCES), f"step {step}"
+        assert found.entities == graph_store.stored_entities(), f"step {step}"
+        held += len(changes.held)
+    assert held > 0, "no sync wrote anything: nothing was tested"
+
+
+def test_what_the_passs_clean_up_deleted_after_its_sync_is_read_back(
+    graph_store: GraphStore, tmp_path: Path
+) -> None:
+    # "Gadgets" is an entity of its own until a document titled "Gadget" merges the plural into
+    # the singular: the sync moves its edges away, then the clean-up prunes it. Its key is in
+    # the sync's entry, which the snapshot holds as written, and in the clean-up's, which it
+    # does not: the next pass must not keep the entity as stored.
+    layer = tmp_path / "layer.pickle"
+    write(graph_store, [titled("A", "Gadgets", "Gadgets are small tools that fit in a pocket.")])
+    for _ in range(2):  # the first relinks every name: a full log entry, read whole next
+        update_entity_layer(graph_store, None, memos=MemoFiles(snapshot=layer))
+    before = graph_store.stored_entities()
+    write(graph_store, [titled("B", "Gadget", "A Gadget is one of the small tools.")])
+    update_entity_layer(graph_store, None, memos=MemoFiles(snapshot=layer))
+    assert before.keys() - graph_store.stored_entities().keys(), "the plural did not merge away"
+    found = stored_layer(graph_store, CORPUS_SOURCES, load_snapshot(layer))
+    assert found.reread is not None
+    assert found.entities == graph_store.stored_entities()
+    assert found.view == graph_store.stored_edges(CORPUS_SOURCES)

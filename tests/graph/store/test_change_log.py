@@ -29,6 +29,14 @@ def test_the_keys_only_a_readers_own_entries_name_are_told_apart() -> None:
     assert (mine.keys, mine.own, mine.foreign) == ({"a", "b", "c"}, {"a"}, {"b", "c"})
     anyone = merge_changes(2, AT, entries)
     assert (anyone.keys, anyone.foreign) == ({"a", "b", "c"}, {"a", "b", "c"})
+    # Its entry `held` (a write whose result it holds): the keys that only that entry names.
+    later = [
+        entry(3, "a", "b", writer="me"),
+        entry(4, "a", "d", "e", writer="me"),
+        entry(5, "b", "e", writer="other"),
+    ]
+    held = merge_changes(2, StoreVersion(stamp="s", version=5), later, own="me", held=4)
+    assert (held.own, held.held, held.foreign) == ({"a", "d"}, {"d"}, {"b", "e"})
     # Its own full entry names nothing to tell apart.
     assert merge_changes(2, AT, [entry(3, "a"), entry(4, full=True, writer="me")], own="me").full
 
