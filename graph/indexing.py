@@ -30,7 +30,7 @@ from rayweave.graph.match_memo import MatchMemo, MemoizedMatches
 from rayweave.graph.name_memo import MemoizedNames
 from rayweave.graph.schema import CORPUS_SOURCES
 from rayweave.graph.store import GraphStore
-from rayweave.graph.store.layer_sync import EdgeSync, EntityView
+from rayweave.graph.store.layer_sync import EdgeSync, EntityRows, EntityView
 from rayweave.graph.synonym_index import NameIndex, SynonymUpdate, update_synonyms
 from rayweave.graph.tally_memo import MemoizedTally
 
@@ -162,6 +162,7 @@ def rebuild_corpus_edges(
         topics = store.write_topics(batch.topics)
         synced: list[str] | None = None  # the keys of the entities written (None: all)
         entity_view: EntityView | None = None  # the stored entities after the write
+        entity_rows: EntityRows | None = None  # the rows they equal
         sync_entry: int | None = None  # the change-log entry of the sync alone
         if stored is None:
             entities = store.write_entities(batch.entities, mode="replace")
@@ -170,7 +171,9 @@ def rebuild_corpus_edges(
             gone = store.delete_stale(run, CORPUS_SOURCES)
             edges = EdgeSync(edges_written=written, edges_deleted=gone, edges_unchanged=0)
         else:
-            synced, entity_view = store.sync_entities(batch.entities, stored.entities)
+            synced, entity_view, entity_rows = store.sync_entities(
+                batch.entities, stored.entities, stored.rows
+            )
             entities = len(synced)
             edges = store.sync_edges(
                 batch.edges,
@@ -211,6 +214,7 @@ def rebuild_corpus_edges(
                         entities=entity_view,
                         made=made,
                         synced=sync_entry,
+                        rows=entity_rows,
                     ),
                     matches=None
                     if memo is None or memo.memo is None

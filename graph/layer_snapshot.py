@@ -26,14 +26,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rayweave.graph.cache_file import read_cache, write_cache
 from rayweave.graph.schema import EdgeSource, NodeLabel
 from rayweave.graph.store import GraphStore
 from rayweave.graph.store.change_log import StoreVersion
-from rayweave.graph.store.layer_sync import EntityView, LayerView
+from rayweave.graph.store.layer_sync import EntityRows, EntityView, LayerView
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,9 @@ class LayerSnapshot:
     after `at` names; `entities`, the stored entities, likewise for every entity no write after
     `at` names (None: not kept); `made`: the writer that the pass which kept it named in its
     change-log entries ('' for none); `synced`: the version of its entry for the sync alone,
-    whose keys `view` and `entities` hold as they were written (None: none)."""
+    whose keys `view` and `entities` hold as they were written (None: none); `rows`: by key,
+    the entity rows that the stored entities equal (`GraphLayerSync.sync_entities`), held in
+    memory only (None: not held, as after a load from file)."""
 
     ns: str
     at: StoreVersion
@@ -54,6 +56,7 @@ class LayerSnapshot:
     entities: EntityView | None = None
     made: str = ""
     synced: int | None = None
+    rows: EntityRows | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,6 +73,7 @@ class StoredLayer:
     since: StoreVersion | None = None  # the snapshot's version, when one was used
     unsettled: frozenset[str] | None = None
     entities: EntityView | None = None  # the stored entities, when the snapshot kept them
+    rows: EntityRows | None = None  # the rows they equal, when held: see `LayerSnapshot`
 
 
 def stored_layer(
@@ -108,6 +112,11 @@ def stored_layer(
                     entities.pop(key, None)
                 if keys:
                     entities.update(store.stored_entities(keys))
+            rows = None
+            if entities is not None and snapshot.rows is not None:  # vouched for but there
+                rows = snapshot.rows if owned else dict(snapshot.rows)
+                for key in keys:
+                    rows.pop(key, None)
             return StoredLayer(
                 view=view,
                 at=changes.to,
@@ -115,6 +124,7 @@ def stored_layer(
                 since=snapshot.at,
                 unsettled=foreign | starts,
                 entities=entities,
+                rows=rows,
             )
     at = store.version()
     return StoredLayer(view=store.stored_edges(sources), at=at, reread=None)

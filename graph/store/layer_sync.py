@@ -36,6 +36,7 @@ _BOOKKEEPING = frozenset({"run"})
 EdgeKey = tuple[str, str, str, str, str]  # (type, start label, end label, start key, end key)
 LayerView = dict[EdgeKey, dict[str, Any]]  # the stored properties of each synced edge
 EntityView = dict[str, tuple[str, str, tuple[str, ...]]]  # entity key -> name, kind, aliases
+EntityRows = dict[str, EntityRow]  # entity key -> the row that its stored entity equals
 _ENTITY_COLUMNS = {"k": "e.key", "name": "e.name", "kind": "e.kind", "aliases": "e.aliases"}
 _SYNCED_STARTS = (*CHUNK_LABELS, NodeLabel.ENTITY)  # the rule-made layer starts at these
 _ENTITY, _TOPIC = NodeLabel.ENTITY.value, NodeLabel.TOPIC.value
@@ -185,17 +186,27 @@ class GraphLayerSync(GraphWrites, StoreConnection):
         return {r["k"]: (r["name"], r["kind"], tuple(r["aliases"] or ())) for r in rows}
 
     def sync_entities(
-        self, entities: Sequence[EntityRow], stored: EntityView | None = None
-    ) -> tuple[list[str], EntityView]:
+        self,
+        entities: Sequence[EntityRow],
+        stored: EntityView | None = None,
+        rows: EntityRows | None = None,
+    ) -> tuple[list[str], EntityView, EntityRows]:
         """Write the entities whose name, kind or aliases differ from the stored ones; returns
-        the keys of those written, and the stored entities as they are after the write
-        (`stored`, updated in place: what is stored, when the caller knows it, as a layer
-        snapshot does; else read whole). Entities no row names are left to `prune`."""
+        the keys of those written, the stored entities as they are after the write (`stored`,
+        updated in place: what is stored, when the caller knows it, as a layer snapshot does;
+        else read whole), and by key the rows they now equal (`rows`, updated in place: those
+        the stored entities are known to equal; a row that is the very object held there is
+        not compared again, as the lexicon hands unchanged rows on, 0.13 s of 59.5k rows at
+        10k documents). Entities no row names are left to `prune`."""
         view = self.stored_entities() if stored is None else stored
+        held: EntityRows = {} if rows is None else rows
         changed: list[EntityRow] = []
         keys: list[str] = []
         for e in entities:
             key = self.key(e.id)
+            if held.get(key) is e:
+                continue
+            held[key] = e
             now = (e.name, e.kind, unique((normalize_name(e.name), *e.aliases)))
             if view.get(key) != now:
                 changed.append(e)
@@ -203,7 +214,7 @@ class GraphLayerSync(GraphWrites, StoreConnection):
                 view[key] = now
         if changed:
             self.write_entities(changed, mode="replace")
-        return keys, view
+        return keys, view, held
 
     def sync_edges(
         self,

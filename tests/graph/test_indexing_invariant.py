@@ -19,7 +19,7 @@ from rayweave.graph.builders import build_graph
 from rayweave.graph.corpus_content import document_keys
 from rayweave.graph.indexing import update_entity_layer
 from rayweave.graph.layer_memos import HeldMemos, MemoFiles
-from rayweave.graph.schema import CORPUS_SOURCES
+from rayweave.graph.schema import CORPUS_SOURCES, EntityRow
 from rayweave.graph.store import GraphStore
 
 from .generated_corpus import GeneratedDoc, generate, name_index, random_change, titled, write
@@ -247,3 +247,28 @@ def test_an_upkeep_takes_its_last_passes_writes_as_its_own(
         assert graph_snapshot(graph_store) == expected, change
     names.store.close()
     assert reached > 0, "no upkeep wrote another document's edges: nothing was tested"
+
+
+def test_an_entity_another_writer_changed_is_made_right_by_the_next_upkeep(
+    graph_store: GraphStore, tmp_path: Path
+) -> None:
+    # Held caches vouch for the entity rows the last sync wrote, but only until a write names
+    # the entity: one renamed by someone else (a user, a tool) is written back, though the
+    # lexicon hands on the very same row.
+    rng = random.Random(22)
+    live = {f"D{i}": generate(rng, f"D{i}", 0) for i in range(6)}
+    write(graph_store, list(live.values()))
+    memos = HeldMemos(MemoFiles.under(tmp_path / "layers", graph_store.ns))
+    for _ in range(2):  # the first relinks every name: a full log entry, read whole next
+        update_entity_layer(graph_store, None, memos=memos)
+    expected = graph_snapshot(graph_store)
+    stored = graph_store.stored_entities()
+    key = min(stored)
+    eid = key.split(":", 1)[1]
+    graph_store.write_entities([EntityRow(id=eid, name="Renamed Elsewhere")], mode="replace")
+    graph_store.touch()
+    assert graph_store.stored_entities([key])[key] != stored[key]
+    update = update_entity_layer(graph_store, None, memos=memos)
+    assert update.corpus.reread is not None  # from the held snapshot, not a whole read
+    assert graph_store.stored_entities([key]) == {key: stored[key]}
+    assert graph_snapshot(graph_store) == expected

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rayweave.graph.indexing import update_entity_layer
-from rayweave.graph.layer_memos import MemoFiles
+from rayweave.graph.layer_memos import HeldMemos, MemoFiles
 from rayweave.graph.layer_snapshot import load_snapshot, stored_layer
 from rayweave.graph.schema import CORPUS_SOURCES, EntityRow
 from rayweave.graph.store import GraphStore
@@ -177,3 +177,26 @@ def test_what_the_passs_clean_up_deleted_after_its_sync_is_read_back(
     assert found.reread is not None
     assert found.entities == graph_store.stored_entities()
     assert found.view == graph_store.stored_edges(CORPUS_SOURCES)
+
+
+def test_held_rows_are_vouched_for_only_where_no_write_has_been_since(
+    graph_store: GraphStore, tmp_path: Path
+) -> None:
+    rng = random.Random(16)
+    write(graph_store, [generate(rng, f"D{i}", 0) for i in range(3)])
+    memos = HeldMemos(MemoFiles.under(tmp_path / "layers", graph_store.ns))
+    for _ in range(2):  # the first relinks every name: a full log entry, read whole next
+        update_entity_layer(graph_store, None, memos=memos)
+    snapshot = memos.load().snapshot
+    assert snapshot is not None
+    assert snapshot.rows  # held in memory, as the upkeep actor holds them
+    key = min(snapshot.rows)
+    graph_store.mark([key])  # any write that names the entity
+    graph_store.touch()
+    found = stored_layer(graph_store, CORPUS_SOURCES, snapshot)
+    assert found.rows is not None
+    assert found.rows.keys() == snapshot.rows.keys() - {key}
+    memos.flush()
+    saved = load_snapshot(memos.files.snapshot)
+    assert saved is not None
+    assert saved.rows is None  # a row read from a file is no object a lexicon hands on

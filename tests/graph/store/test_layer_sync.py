@@ -40,7 +40,7 @@ def test_a_synced_entity_loses_the_aliases_it_no_longer_lists_and_only_it(
     graph_store.write_entities([entity("lonely", "Lonely Thing", aliases=("hermit",))])
     graph_store.write_entities([entity("lonely", "Lonely Thing")], mode="replace")
 
-    written, _ = graph_store.sync_entities(
+    written, _, _ = graph_store.sync_entities(
         [entity("shared", "Ray Serve"), entity("lonely", "Lonely Thing")]
     )
     assert written == [graph_store.key("shared")]  # lonely's name, kind and aliases are equal
@@ -61,7 +61,7 @@ def test_entities_sync_against_a_known_stored_view_and_return_it_as_written(
     graph_store: GraphStore,
 ) -> None:
     write_two_docs(graph_store)
-    first, view = graph_store.sync_entities([entity("shared", "Ray Serve")])
+    first, view, _ = graph_store.sync_entities([entity("shared", "Ray Serve")])
     assert view == graph_store.stored_entities()
     assert graph_store.stored_entities([*first, graph_store.key("absent")]) == {
         k: view[k] for k in first
@@ -69,7 +69,7 @@ def test_entities_sync_against_a_known_stored_view_and_return_it_as_written(
     # Given the view, what it says is stored is not written again, even when the store
     # differs (the caller vouches for it); what differs from it is written, and it follows.
     graph_store.write_entities([entity("shared", "Ray Serve Renamed")], mode="replace")
-    written, after = graph_store.sync_entities(
+    written, after, _ = graph_store.sync_entities(
         [entity("shared", "Ray Serve"), entity("new", "New Thing")], dict(view)
     )
     assert written == [graph_store.key("new")]
@@ -77,6 +77,28 @@ def test_entities_sync_against_a_known_stored_view_and_return_it_as_written(
     assert graph_store.stored_entities([graph_store.key("new")]) == {
         graph_store.key("new"): after[graph_store.key("new")]
     }
+
+
+def test_a_row_held_as_synced_is_not_compared_again_and_any_other_is(
+    graph_store: GraphStore,
+) -> None:
+    write_two_docs(graph_store)
+    same = entity("shared", "Ray Serve")
+    _, view, rows = graph_store.sync_entities([same])
+    assert rows == {graph_store.key("shared"): same}
+    # The stored view says otherwise, but the row is the one the last sync made it equal: the
+    # caller vouches for both (a layer snapshot drops a key any write logged since).
+    stale = {**view, graph_store.key("shared"): ("Elsewhere", "concept", ("elsewhere",))}
+    written, _, _ = graph_store.sync_entities([same], dict(stale), dict(rows))
+    assert written == []
+    # An equal row that is another object is compared, and so is one no longer held.
+    equal = entity("shared", "Ray Serve")
+    assert graph_store.sync_entities([equal], dict(stale), dict(rows))[0] == [
+        graph_store.key("shared")
+    ]
+    written, _, held = graph_store.sync_entities([same], dict(stale), {})
+    assert written == [graph_store.key("shared")]
+    assert held == {graph_store.key("shared"): same}
 
 
 def test_sync_writes_what_changed_deletes_what_went_and_ignores_extra_stored_properties(
