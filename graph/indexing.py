@@ -24,7 +24,7 @@ from rayweave.graph.builders import build_graph
 from rayweave.graph.corpus_content import CorpusContent, document_keys, read_content
 from rayweave.graph.edge_memo import MemoizedParts
 from rayweave.graph.extraction import Extraction, encode_extraction
-from rayweave.graph.layer_memos import LayerMemos, MemoKeeper
+from rayweave.graph.layer_memos import LayerMemos, Memo, MemoKeeper
 from rayweave.graph.layer_snapshot import LayerSnapshot, stored_layer
 from rayweave.graph.match_memo import MatchMemo, MemoizedMatches
 from rayweave.graph.name_memo import MemoizedNames
@@ -99,8 +99,9 @@ def rebuild_corpus_edges(
     clock = StepClock()
     kept = memos.kept if memos is not None else frozenset()
     old = memos.load() if memos is not None and not full else LayerMemos()
-    if memos is not None and old.snapshot is not None:
-        memos.hand_over_snapshot()  # changed in place below
+    handed: list[Memo] = [m for m in ("snapshot", "parts") if getattr(old, m) is not None]
+    if memos is not None and handed:
+        memos.hand_over(*handed)  # changed in place below
     # What is stored is known first, from the version before anything is read (see
     # `graph/layer_snapshot.py`): writes that land while the pass runs are re-read next time.
     with clock.step("stored layer"):
@@ -142,6 +143,7 @@ def rebuild_corpus_edges(
                 at=None if stored is None else stored.since,
                 held="content" in kept,  # a keeper that holds the caches in memory
                 names=names,
+                owned=True,  # handed over above
                 blocked=None
                 if unsettled is None
                 else {d for d, keys in doc_keys.items() if not keys.isdisjoint(unsettled)},

@@ -72,9 +72,10 @@ class MemoKeeper(Protocol):
         """Drop the snapshot: the stored layer may have changed without a log entry."""
         ...
 
-    def hand_over_snapshot(self) -> None:
-        """The loaded snapshot is the pass's to change in place: stop holding it, so that a
-        pass that fails half way leaves none (the next reads the layer whole)."""
+    def hand_over(self, *which: Memo) -> None:
+        """The loaded caches `which` are the pass's to change in place: stop holding them, so
+        that a pass that fails half way leaves none of them (the next reads the layer whole,
+        or computes every document)."""
         ...
 
     def held_names(self) -> HeldNames | None:
@@ -130,7 +131,7 @@ class MemoFiles:
         if self.snapshot is not None:
             self.snapshot.unlink(missing_ok=True)
 
-    def hand_over_snapshot(self) -> None:
+    def hand_over(self, *which: Memo) -> None:
         pass  # each load reads its own copy
 
     def held_names(self) -> HeldNames | None:
@@ -179,13 +180,13 @@ class HeldMemos:
 
     def forget_snapshot(self) -> None:
         self._join(stop=True)
-        self._drop_snapshot()
+        self._drop("snapshot")
         self._names = None
         self.files.forget_snapshot()
 
-    def hand_over_snapshot(self) -> None:
-        self._join(stop=True)  # the pass changes it in place: no file is written from it
-        self._drop_snapshot()
+    def hand_over(self, *which: Memo) -> None:
+        self._join(stop=True)  # the pass changes them in place: no file is written from them
+        self._drop(*which)
 
     def held_names(self) -> HeldNames | None:
         return self._names
@@ -236,11 +237,12 @@ class HeldMemos:
         if not self._written and batch is not None:
             self._unwritten = _over(self._unwritten, batch)
 
-    def _drop_snapshot(self) -> None:
+    def _drop(self, *which: Memo) -> None:
+        gone: dict[str, None] = dict.fromkeys(which)
         if self._held is not None:
-            self._held = dataclasses.replace(self._held, snapshot=None)
+            self._held = dataclasses.replace(self._held, **gone)
         if self._unwritten is not None:
-            self._unwritten = dataclasses.replace(self._unwritten, snapshot=None)
+            self._unwritten = dataclasses.replace(self._unwritten, **gone)
 
     def _write(self, memos: LayerMemos, stop: threading.Event | None) -> bool:
         """Whether `memos` were written, or given up on (False: stopped half way)."""

@@ -81,6 +81,7 @@ class Upkeep:
             blocked=frozenset(),
             held=True,
             names=names,
+            owned=True,  # the memo's table carried on, as a keeper that hands it over lets
         )
         batch = build_graph(
             chunks, mentions, settings=self.settings, names_of=names, find=find, parts_of=parts

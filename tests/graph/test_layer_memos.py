@@ -87,25 +87,29 @@ def test_forgetting_the_snapshot_drops_it_in_memory_and_on_disk(tmp_path: Path) 
     assert _made(files.load()) == (None, "p1", "p1")
 
 
-def test_a_snapshot_handed_over_is_neither_held_nor_written(tmp_path: Path) -> None:
-    """The pass changes a handed-over snapshot in place: one that fails half way must leave
-    neither it in memory nor a file written from it (under the version it had)."""
+def test_caches_handed_over_are_neither_held_nor_written(tmp_path: Path) -> None:
+    """The pass changes a handed-over snapshot and parts memo in place: one that fails half way
+    must leave neither in memory nor a file written from them (under the version they had)."""
     files = MemoFiles.under(tmp_path, "ns")
     held = HeldMemos(files)
     held.keep(_memos("p0", 0))
     held.flush()
     held.keep(_memos("p1", 1))  # not written yet when the next pass starts
     loaded = held.load()
-    held.hand_over_snapshot()
+    held.hand_over("snapshot", "parts")
     assert loaded.snapshot is not None
+    assert loaded.parts is not None
     loaded.snapshot.view[("RELATED_TO", "Entity", "Entity", "a", "b")] = {}  # the pass's change
-    assert _made(held.load()) == (None, "p1", "p1")
+    loaded.parts.facts["resolve"] = {"ada": ("e1",)}
+    assert _made(held.load()) == (None, "p1", None)
     held.release()  # the pass failed; the namespace is let go
-    written = files.load().snapshot
-    assert written is not None
-    assert (written.at.version, written.view) == (0, {})  # the earlier pass's, untouched
-    assert _made(files.load()) == (0, "p1", "p1")
-    files.hand_over_snapshot()  # each load of a file is its own copy: nothing to let go
+    written = files.load()
+    assert written.snapshot is not None
+    assert written.parts is not None
+    assert (written.snapshot.at.version, written.snapshot.view) == (0, {})  # the earlier pass's
+    assert written.parts.facts == {}
+    assert _made(written) == (0, "p1", "p0")
+    files.hand_over("snapshot", "parts")  # each load of a file is its own copy: nothing to let go
 
 
 class _SlowToPickle:
