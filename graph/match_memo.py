@@ -43,6 +43,10 @@ class MemoRow:
     digest: bytes  # of the chunk's text
     keys: tuple[int, ...]  # its window keys, as indexes into `MatchMemo.words`
     found: Mapping[str, Match]
+    # The very text digested, held in memory only: a held input hands the next pass the same
+    # string for a chunk it did not read again, which then is not digested again (40k chunks
+    # at 10k documents).
+    text: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,7 +57,9 @@ class MatchMemo:
     max_ngram: int
     forms: Mapping[str, Sequence[str]]
     cased: frozenset[str]
-    words: Mapping[str, int]
+    # Numbered as first met, only ever added to: a later pass adds its new words in place
+    # (entries that a pass failing half way added name no row of this memo's).
+    words: dict[str, int]
     rows: Mapping[str, MemoRow]
     made: str = ""  # the pass that saved it, named alike in that pass's edge memo
     # Phase 2's counts of these matches, for the next pass to take (then none is left to be
@@ -87,29 +93,33 @@ def _changed_forms(memo: MatchMemo, gaz: Gazetteer) -> set[str]:
 
 def memo_matches(
     gaz: Gazetteer, chunks: Sequence[Chunk], memo: MatchMemo | None
-) -> tuple[dict[str, dict[str, Match]], MatchMemo, set[str]]:
+) -> tuple[Found, MatchMemo, set[str]]:
     """The chunks' matches under `gaz` (equal to `gaz.match` over each text), the memo of them,
-    and the ids of the chunks matched anew."""
+    and the ids of the chunks matched anew. The memo's words are added to in place, and the
+    matches are shared with the new memo's rows (`Found` is read-only)."""
     words: dict[str, int] = {}
     stale: frozenset[int] = frozenset()
     rows: Mapping[str, MemoRow] = {}
     if memo is not None and memo.max_ngram == gaz.max_ngram:
-        words = dict(memo.words)
+        words = memo.words
         changed = first_words(_changed_forms(memo, gaz))
         stale = frozenset(words[w] for w in changed if w in words)
         rows = memo.rows
-    found: dict[str, dict[str, Match]] = {}
+    found: dict[str, Mapping[str, Match]] = {}
     new_rows: dict[str, MemoRow] = {}
     rematched: set[str] = set()
     for chunk in chunks:
-        digest = _digest(chunk.text)
+        text = chunk.text
         row = rows.get(chunk.id)
+        digest = row.digest if row is not None and row.text is text else _digest(text)
         if row is None or row.digest != digest or not stale.isdisjoint(row.keys):
-            keys = tuple(words.setdefault(k, len(words)) for k in window_keys(chunk.text))
-            row = MemoRow(digest=digest, keys=keys, found=gaz.match(chunk.text))
+            keys = tuple(words.setdefault(k, len(words)) for k in window_keys(text))
+            row = MemoRow(digest=digest, keys=keys, found=gaz.match(text), text=text)
             rematched.add(chunk.id)
+        elif row.text is not text:
+            row = MemoRow(digest=digest, keys=row.keys, found=row.found, text=text)
         new_rows[chunk.id] = row
-        found[chunk.id] = dict(row.found)
+        found[chunk.id] = row.found
     new = MatchMemo(
         max_ngram=gaz.max_ngram, forms=gaz.forms, cased=gaz.cased, words=words, rows=new_rows
     )

@@ -7,8 +7,11 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from rayweave.cluster.settings import GraphSettings
 from rayweave.cluster.types import Chunk, Level
+from rayweave.graph import match_memo
 from rayweave.graph.corpus_phases import Lexicon, lexicon, tally_names
 from rayweave.graph.match_memo import (
     MatchMemo,
@@ -103,6 +106,28 @@ def test_an_edited_text_is_matched_anew() -> None:
     assert len(rematched) == 1
     assert found == lex.found(edited)
     assert found["p0"] != lex.found(chunks)["p0"]
+
+
+def test_only_a_text_not_handed_back_as_the_same_string_is_digested(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    chunks = pages()
+    lex = lex_of(chunks)
+    memo = memo_matches(lex.gazetteer(), chunks, None)[1]
+    digested: list[str] = []
+    digest = match_memo._digest
+    monkeypatch.setattr(match_memo, "_digest", lambda t: digested.append(t) or digest(t))
+    # A held input hands unchanged chunks back as the very objects; a store read, as copies.
+    copied = replace(chunks[1], text="".join(chunks[1].text))
+    assert copied.text is not chunks[1].text
+    again = [chunks[0], copied, replace(chunks[2], text="A sundial needs no Quartz Clock.")]
+    found, memo, rematched = memo_matches(lex.gazetteer(), again, memo)
+    assert digested == [copied.text, again[2].text]
+    assert rematched == {"p2"}
+    assert found == lex.found(again)
+    digested.clear()
+    assert memo_matches(lex.gazetteer(), again, memo)[2] == set()
+    assert digested == []  # the copy's string is now the one held
 
 
 def test_another_window_length_matches_everything_anew() -> None:
