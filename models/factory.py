@@ -151,5 +151,6 @@ def build_image_encoder(settings: ModelSettings) -> ImageEncoder | None:
 
     if settings.clip is None:
         return None
-    options = run_options(settings)
-    return load_open_clip(settings.clip, options.plan, batch_size=options.rows_per_forward)
+    return load_open_clip(
+        settings.clip, run_options(settings).plan, batch_size=settings.max_batch_size
+    )

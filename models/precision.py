@@ -60,8 +60,7 @@ class ExecutionPlan:
         """Whether a text encodes the same whatever shares its batch. Dynamic int8 (CPU: ONNX
         Runtime or torch) quantizes activations with one range per batch tensor, so padding and
         the other rows move a vector: all-MiniLM-L6-v2 query vectors encoded in batches of 8
-        against alone measured cosine down to 0.989 (fp32: 0.9999999); such plans run one row
-        per forward (`RunOptions.rows_per_forward`)."""
+        against alone measured cosine down to 0.989 (fp32: 0.9999999)."""
         return not (self.int8 and not self.is_cuda)
 
     @property
@@ -199,16 +198,6 @@ class RunOptions:
     max_batch_size: int = 128
     cache_dir: Path | None = None
     num_threads: int | None = None
-
-    @property
-    def rows_per_forward(self) -> int:
-        """Texts (or images) one forward takes: `max_batch_size`, or one where the plan is not
-        batch-invariant, so that a vector never depends on what shares its batch. A document
-        then embeds the same in a bulk ingest as in a one-file update, and on cosqa-dev the
-        vectors of a bulk ingest (Ray Data batches of mixed lengths, padded) ranked R@5 0.022
-        lower than the same texts one per forward, which cost 6% more encode time
-        (docs/experiments/2026-12-05-one-text-per-forward.md)."""
-        return self.max_batch_size if self.plan.batch_invariant else 1
 
     @property
     def pad_to_multiple_of(self) -> int:
