@@ -559,13 +559,7 @@ class ModelSettings(_Group):
     )
     max_tokens: int = Field(default=512, ge=16, description="Truncation length per text.")
     batch_tokens: int = Field(default=16384, ge=256, description="Token budget per encode batch.")
-    max_batch_size: int = Field(
-        default=128,
-        ge=1,
-        description="Upper bound on texts per batch. Int8 on CPU quantizes activations per "
-        "batch, so a vector moves a little with what shares its batch; 1 makes each depend on "
-        "its text alone (dense encoding about 1.0-1.1x the time, SPLADE 1.2-1.3x).",
-    )
+    max_batch_size: int = Field(default=128, ge=1, description="Upper bound on texts per batch.")
     cpu_backend: Literal["auto", "torch", "onnx"] = Field(
         default="auto",
         description="CPU runtime: 'auto' runs int8 through ONNX Runtime (fused, per-channel int8; "
