@@ -559,7 +559,9 @@ class ModelSettings(_Group):
     )
     max_tokens: int = Field(default=512, ge=16, description="Truncation length per text.")
     batch_tokens: int = Field(default=16384, ge=256, description="Token budget per encode batch.")
-    max_batch_size: int = Field(default=128, ge=1, description="Upper bound on texts per batch.")
+    max_batch_size: int = Field(
+        default=128, ge=1, description="Upper bound on texts per forward (int8 on CPU: one)."
+    )
     cpu_backend: Literal["auto", "torch", "onnx"] = Field(
         default="auto",
         description="CPU runtime: 'auto' runs int8 through ONNX Runtime (fused, per-channel int8; "

@@ -87,7 +87,7 @@ class TextEngine:
             runner,
             max_length=max_length,
             batch_tokens=options.batch_tokens if batch_tokens is None else batch_tokens,
-            max_batch_size=options.max_batch_size,
+            max_batch_size=options.rows_per_forward,
             pad_to_multiple_of=options.pad_to_multiple_of,
         )
 

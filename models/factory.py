@@ -151,6 +151,5 @@ def build_image_encoder(settings: ModelSettings) -> ImageEncoder | None:
 
     if settings.clip is None:
         return None
-    return load_open_clip(
-        settings.clip, run_options(settings).plan, batch_size=settings.max_batch_size
-    )
+    options = run_options(settings)
+    return load_open_clip(settings.clip, options.plan, batch_size=options.rows_per_forward)

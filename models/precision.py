@@ -60,7 +60,8 @@ class ExecutionPlan:
         """Whether a text encodes the same whatever shares its batch. Dynamic int8 (CPU: ONNX
         Runtime or torch) quantizes activations with one range per batch tensor, so padding and
         the other rows move a vector: all-MiniLM-L6-v2 query vectors encoded in batches of 8
-        against alone measured cosine down to 0.989 (fp32: 0.9999999)."""
+        against alone measured cosine down to 0.989 (fp32: 0.9999999); such plans run one row
+        per forward (`RunOptions.rows_per_forward`)."""
         return not (self.int8 and not self.is_cuda)
 
     @property
@@ -198,6 +199,17 @@ class RunOptions:
     max_batch_size: int = 128
     cache_dir: Path | None = None
     num_threads: int | None = None
+
+    @property
+    def rows_per_forward(self) -> int:
+        """Texts (or images) one forward takes: `max_batch_size`, or one where the plan is not
+        batch-invariant, so that a vector never depends on what shares its batch. A document
+        (or an entity name) then embeds the same in a bulk ingest as in a one-file update.
+        On cosqa-dev and musique-dev retrieval then read as fp32 within 0.005, where batched
+        int8 read R@5 0.016-0.018 below fp32 on one and 0.010 above on the other, by the luck
+        of its batches; and with no padding encoded, the vector stage of an ingest on 2 cores
+        took 0.60-0.72x the time (docs/experiments/2026-12-07-int8-against-fp32.md)."""
+        return self.max_batch_size if self.plan.batch_invariant else 1
 
     @property
     def pad_to_multiple_of(self) -> int:

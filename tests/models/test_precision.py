@@ -36,8 +36,9 @@ class TestCpuPlans:
         assert (plan.device, plan.dtype, plan.int8, plan.backend) == ("cpu", dtype, int8, runtime)
         assert plan.requested == precision
         assert not plan.is_cuda
-        # Dynamic int8 quantizes activations per batch: concurrent queries must encode alone.
+        # Dynamic int8 quantizes activations per batch: each text must encode alone.
         assert plan.batch_invariant is (not int8)
+        assert RunOptions(plan=plan, max_batch_size=64).rows_per_forward == (1 if int8 else 64)
 
     def test_labels(self) -> None:
         assert plan_execution(device="cpu", precision="int8").label == "cpu int8 onnx"
