@@ -51,6 +51,20 @@ def test_edges_connect_entity_ids() -> None:
     assert 0.8 <= edges[0].weight <= 1.0
 
 
+def test_names_that_encode_alike_get_an_edge_of_confidence_one() -> None:
+    # Unit vectors as an index hands them back: the norm is 1 to float32 precision, and the
+    # dot product of two equal ones rounds to 1.000001.
+    same = unit([1, 0.1, 0.2])[0] * np.float32(1.0000008)
+    vectors = np.stack([same, same])
+    assert round(float(vectors[0] @ vectors[1]), 6) > 1.0
+    edges = synonym_edges(
+        [("e1", "NYC"), ("e2", "New York City")], vectors, threshold=0.8, max_per_entity=3
+    )
+    assert [(e.src.id, e.dst.id, e.weight, e.confidence) for e in edges] == [
+        ("e1", "e2", 1.0, 1.0)
+    ]
+
+
 def _reference_pairs(
     names: list[str], vectors: np.ndarray, threshold: float, k: int
 ) -> list[tuple[int, int, float]]:
