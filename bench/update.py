@@ -1,22 +1,23 @@
 """`rayweave bench update`: what one changed document costs, beside the full pass, per namespace.
 
-On each ingested namespace it adds one document (text taken from a stored chunk, so that it names
-the namespace's entities), brings a projection up to date, deletes the document and brings the
-projection up to date again: with `graph.maintenance = "incremental"` (diff writes, name index,
-change-log deltas) where `graph.upkeep_host` says (the upkeep actor by default), the same in the
-ingesting process, and with `"full"` in the ingesting process (every row rewritten, every name
-re-encoded, whole projection reloads: the pass every upkeep was before the incremental one), in
-the same run so that machine load moves them alike; an untimed
-upkeep first builds the name index and the layer snapshot if the namespace has none (the state
-every upkeep after a namespace's first leaves), and the dense encoder that synonymy encodes new
-names with is loaded before any timing, in this process and in the upkeep actor (3-4 s here,
-which only the first timed upkeep that met a new name would otherwise pay: until 2026-11-28 that
-was the first namespace's incremental one, and on 2026-11-29 the actor's). The projection's
-refresh is timed once the actor has written its caches' files, which it does after answering.
-The upkeep's seconds per step (read, compute, write, synonymy, ...) show which of them grows with
-the corpus. It ends with the full rebuild, its time and the driver's peak memory, both ways: in
-the driver (the full pass) and as `rayweave graph rebuild`'s Ray job over shares. The namespace
-is left as it was: the graph after the delete equals a fresh ingest of what remains.
+On each ingested namespace it adds one document (the text of a stored section of the first
+namespace, the same in every namespace, so that sizes compare like for like: on 2026-12-07 a probe
+taken from each namespace's own sections reached 5x the edges at 10k that it reached at 1k), brings
+a projection up to date, deletes the document and brings the projection up to date again: with
+`graph.maintenance = "incremental"` (diff writes, name index, change-log deltas) where
+`graph.upkeep_host` says (the upkeep actor by default), the same in the ingesting process, and with
+`"full"` in the ingesting process (every row rewritten, every name re-encoded, whole projection
+reloads: the pass every upkeep was before the incremental one), in the same run so that machine
+load moves them alike; an untimed upkeep first builds the name index and the layer snapshot if the
+namespace has none (the state every upkeep after a namespace's first leaves), and the dense encoder
+that synonymy encodes new names with is loaded before any timing, in this process and in the upkeep
+actor (3-4 s here, which only the first timed upkeep that met a new name would otherwise pay: until
+2026-11-28 that was the first namespace's incremental one, and on 2026-11-29 the actor's). The
+projection's refresh is timed once the actor has written its caches' files, which it does after
+answering. The upkeep's seconds per step (read, compute, write, synonymy, ...) show which of them
+grows with the corpus. It ends with the full rebuild, its time and the driver's peak memory, both
+ways: in the driver (the full pass) and as `rayweave graph rebuild`'s Ray job over shares. The
+namespace is left as it was: the graph after the delete equals a fresh ingest of what remains.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class UpdateFigures:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UpdateRow:
     collection: str
+    probe_from: str  # the namespace whose section the added document repeats (the first)
     documents: int
     projection_nodes: int
     projection_edges: int
@@ -132,11 +134,15 @@ def run_update_bench(
     con = console or Console()
     connect(settings)
     resolve_graph_connection(settings)
+    text = _sample_text(settings, collections[0])
     rows = []
     for collection in collections:
         con.print(f"{collection}: one document through both maintenance modes ...")
-        rows.append(_measure(settings, collection, con))
-    con.print("one document, seconds (incremental upkeep beside the full pass):")
+        rows.append(_measure(settings, collection, con, text, probe_from=collections[0]))
+    con.print(
+        f"one document (a section of {collections[0]}), seconds "
+        "(incremental upkeep beside the full pass):"
+    )
     con.print(format_table([r.update_cells() for r in rows]), markup=False, highlight=False)
     con.print("where the upkeep of that ingest went, seconds per step:")
     steps = [cells for r in rows for cells in r.step_cells()]
@@ -151,7 +157,9 @@ def run_update_bench(
     return rows
 
 
-def _measure(settings: Settings, collection: str, con: Console) -> UpdateRow:
+def _measure(
+    settings: Settings, collection: str, con: Console, text: str, *, probe_from: str
+) -> UpdateRow:
     from rayweave.graph.projection import load_projection
     from rayweave.graph.store import open_graph_store
     from rayweave.ingest.pipeline import finalize
@@ -169,7 +177,6 @@ def _measure(settings: Settings, collection: str, con: Console) -> UpdateRow:
     prepare_host(settings, warm=True)  # and where the upkeep runs
     graph = open_graph_store(settings, namespace=collection)
     try:
-        text = _sample_text(graph)
         documents = int(graph.read("MATCH (d:Document {ns: $ns}) RETURN count(d) AS n")[0]["n"])
         started = time.perf_counter()
         projection = load_projection(graph)
@@ -190,6 +197,7 @@ def _measure(settings: Settings, collection: str, con: Console) -> UpdateRow:
     full_s, full_peak = _rebuild(settings, collection, on_cluster=False)
     return UpdateRow(
         collection=collection,
+        probe_from=probe_from,
         documents=documents,
         projection_nodes=projection.size,
         projection_edges=projection.edges,
@@ -204,12 +212,22 @@ def _measure(settings: Settings, collection: str, con: Console) -> UpdateRow:
     )
 
 
-def _sample_text(graph: GraphStore) -> str:
-    rows = graph.read("MATCH (c:Section {ns: $ns}) RETURN c.text AS text ORDER BY c.key LIMIT 1")
+def _sample_text(settings: Settings, collection: str) -> str:
+    from rayweave.graph.store import open_graph_store
+
+    graph = open_graph_store(settings, namespace=collection)
+    try:
+        rows = graph.read(
+            "MATCH (c:Section {ns: $ns}) RETURN c.text AS text ORDER BY c.key LIMIT 1"
+        )
+    finally:
+        graph.close()
     if not rows:
         from rayweave.cluster.errors import InputError
 
-        raise InputError("the namespace holds no sections: ingest documents before benchmarking")
+        raise InputError(
+            f"namespace {collection!r} holds no sections: ingest documents before benchmarking"
+        )
     return str(rows[0]["text"])
 
 

@@ -565,7 +565,11 @@ def bench_graph(
 def bench_update(
     collections: Annotated[
         list[str],
-        typer.Option("--collection", help="Ingested namespace(s) to measure (repeat for sizes)."),
+        typer.Option(
+            "--collection",
+            help="Ingested namespace(s) to measure (repeat for sizes; the added document "
+            "repeats a section of the first).",
+        ),
     ],
     config: ConfigOpt = None,
     as_json: JsonOutOpt = None,

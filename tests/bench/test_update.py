@@ -31,6 +31,7 @@ def test_one_document_both_ways_leaves_the_namespace_as_it_was(
         graph.drop_namespace()
         graph.close()
     assert row.documents == 12
+    assert row.probe_from == "bench-update"
     inc, local, full = row.incremental, row.in_process, row.full
     assert [(f.mode, f.host) for f in (inc, local, full)] == [
         ("incremental", "actor"),
