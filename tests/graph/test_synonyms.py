@@ -60,9 +60,7 @@ def test_names_that_encode_alike_get_an_edge_of_confidence_one() -> None:
     edges = synonym_edges(
         [("e1", "NYC"), ("e2", "New York City")], vectors, threshold=0.8, max_per_entity=3
     )
-    assert [(e.src.id, e.dst.id, e.weight, e.confidence) for e in edges] == [
-        ("e1", "e2", 1.0, 1.0)
-    ]
+    assert [(e.src.id, e.dst.id, e.weight, e.confidence) for e in edges] == [("e1", "e2", 1.0, 1.0)]
 
 
 def _reference_pairs(
