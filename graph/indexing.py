@@ -105,7 +105,13 @@ def rebuild_corpus_edges(
     # What is stored is known first, from the version before anything is read (see
     # `graph/layer_snapshot.py`): writes that land while the pass runs are re-read next time.
     with clock.step("stored layer"):
-        stored = None if full else stored_layer(store, CORPUS_SOURCES, old.snapshot, owned=True)
+        stored = (
+            None
+            if full
+            else stored_layer(
+                store, CORPUS_SOURCES, old.snapshot, owned=True, index="content" in kept
+            )
+        )
         unsettled = None if stored is None else stored.unsettled
     with clock.step("read chunks"):
         (chunks, mentions, extractions), content, read = _read_chunks(

@@ -33,7 +33,8 @@ from rayweave.graph.cache_file import read_cache, write_cache
 from rayweave.graph.schema import EdgeSource, NodeLabel
 from rayweave.graph.store import GraphStore
 from rayweave.graph.store.change_log import StoreVersion
-from rayweave.graph.store.layer_sync import EntityRows, EntityView, LayerView
+from rayweave.graph.store.layer_sync import EntityRows, EntityView
+from rayweave.graph.store.layer_view import LayerView, as_view
 
 log = logging.getLogger(__name__)
 
@@ -82,10 +83,13 @@ def stored_layer(
     snapshot: LayerSnapshot | None,
     *,
     owned: bool = False,
+    index: bool = False,
 ) -> StoredLayer:
     """The stored synced edges of `sources`: from `snapshot` and the keys logged since it when
     the log allows, else read whole. `owned`: the snapshot is the caller's to change, and
-    becomes the result (a copy of its 670k edges at 10k documents cost 0.2 s a pass)."""
+    becomes the result (a copy of its 670k edges at 10k documents cost 0.2 s a pass); `index`:
+    the view keeps its index by node (`graph/store/layer_view.py`), built when it has none, for
+    a caller that holds it for the next pass."""
     sources = tuple(sources)
     if snapshot is not None and snapshot.ns == store.ns and snapshot.at.stamp is not None:
         changes = store.changes_since(
@@ -94,17 +98,19 @@ def stored_layer(
         if not changes.full:
             # What the pass's own sync wrote, the snapshot holds as written: not read back.
             keys, foreign = changes.keys - changes.held, changes.foreign
-            view = snapshot.view if owned else dict(snapshot.view)
+            view = as_view(snapshot.view) if owned else LayerView(snapshot.view)
+            if index:
+                view.indexed()
             # An entity is never written away under an edge that the next pass still makes
             # (`graph/edge_memo.py`); a chunk or document can be, by ingesting it again.
             entity = NodeLabel.ENTITY.value
             starts: set[str] = set()
             if keys:
-                dropped = [k for k in view if k[3] in keys or k[4] in keys]
+                dropped = view.touching(keys)
                 starts = {k[3] for k in dropped if k[4] in foreign and k[2] != entity}
                 for k in dropped:
-                    del view[k]
-                view.update(store.stored_edges(sources, touching=keys))
+                    view.take(k)
+                view.merge(store.stored_edges(sources, touching=keys))
             entities = None
             if snapshot.entities is not None:  # a key written since is read again, or gone
                 entities = snapshot.entities if owned else dict(snapshot.entities)
@@ -127,7 +133,10 @@ def stored_layer(
                 rows=rows,
             )
     at = store.version()
-    return StoredLayer(view=store.stored_edges(sources), at=at, reread=None)
+    whole = store.stored_edges(sources)
+    if index:
+        whole.indexed()
+    return StoredLayer(view=whole, at=at, reread=None)
 
 
 def load_snapshot(path: Path) -> LayerSnapshot | None:
@@ -141,7 +150,7 @@ def load_snapshot(path: Path) -> LayerSnapshot | None:
         return LayerSnapshot(
             ns=str(data["ns"]),
             at=at,
-            view=data["edges"],
+            view=as_view(data["edges"]),
             entities=data.get("entities"),
             made=str(data.get("made", "")),
             synced=data.get("synced"),

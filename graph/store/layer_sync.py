@@ -29,18 +29,22 @@ from rayweave.graph.schema import (
 from rayweave.graph.store.cleanup import delete_unlisted_aliases
 from rayweave.graph.store.connection import StoreConnection
 from rayweave.graph.store.cypher import merge_edges_query, q
+from rayweave.graph.store.layer_view import (
+    EdgeKey,
+    LayerView,
+    as_view,
+    column_form,
+    unmade_by_index,
+)
 from rayweave.graph.store.writes import GraphWrites, KeyCache, group_edges
 
 _BOOKKEEPING = frozenset({"run"})
 
-EdgeKey = tuple[str, str, str, str, str]  # (type, start label, end label, start key, end key)
-LayerView = dict[EdgeKey, dict[str, Any]]  # the stored properties of each synced edge
 EntityView = dict[str, tuple[str, str, tuple[str, ...]]]  # entity key -> name, kind, aliases
 EntityRows = dict[str, EntityRow]  # entity key -> the row that its stored entity equals
 _ENTITY_COLUMNS = {"k": "e.key", "name": "e.name", "kind": "e.kind", "aliases": "e.aliases"}
 _SYNCED_STARTS = (*CHUNK_LABELS, NodeLabel.ENTITY)  # the rule-made layer starts at these
 _ENTITY, _TOPIC = NodeLabel.ENTITY.value, NodeLabel.TOPIC.value
-_COLUMN_FORM = ("weight", "confidence", "source", "count")  # what a columns' edge stores
 _EDGE_COLUMNS = {  # an edge as `stored_edges` reads it (`r`, from `a` to `b`)
     "t": "type(r)",
     "la": "labels(a)[0]",
@@ -109,7 +113,7 @@ def _changed_columns(
         row = {"s": s, "d": d, "w": w, "c": c, "src": source, "n": n, "props": {}}
         changed.append(row)
         touched.append(k)
-        view[k] = _stored_form(row)
+        view.put(k, _stored_form(row), vouched=True)
     return changed, same
 
 
@@ -133,12 +137,18 @@ def _unmade(
     by_delta: bool,
     settled: AbstractSet[str] = frozenset(),
 ) -> _Unmade:
-    """One walk over the stored edges (670k at 10k documents, most of them standing); `typed`
-    is found, or `foreign` checked, as `by_delta` needs. A key of the columns' types is not
-    looked up in `seen` here: whoever uses `typed` does. Edges of the `settled` types (from
-    chunks or documents) are kept unless a delta names them."""
+    """One walk over the stored edges (670k at 10k documents, most of them standing), or the
+    view's index when it keeps one (`graph/store/layer_view.py`); `typed` is found, or
+    `foreign` checked, as `by_delta` needs. A key of the columns' types is not looked up in
+    `seen` here: whoever uses `typed` does. Edges of the `settled` types (from chunks or
+    documents) are kept unless a delta names them."""
     source = {c.rel.value: c.source.value for c in columns}
-    size = len(_COLUMN_FORM)
+    index = view.index
+    if index is not None:
+        rest, typed, foreign = unmade_by_index(
+            view, index, seen, standing, source, by_delta=by_delta, settled=settled
+        )
+        return _Unmade(rest=rest, typed=typed, foreign=foreign)
     out = _Unmade()
     rest, typed = out.rest, out.typed
     for k, v in view.items():
@@ -150,7 +160,7 @@ def _unmade(
         elif k[0] in source and k[2] == _ENTITY:
             if not by_delta:
                 typed.append(k)
-            elif v.get("source") != source[k[0]] or len(v) != size:
+            elif not column_form(v, source[k[0]]):
                 out.foreign = True
         elif k not in seen:
             rest.append(k)
@@ -241,7 +251,7 @@ class GraphLayerSync(GraphWrites, StoreConnection):
         stored in another form (an extractor's statements merged in): then every pair is;
         `rows_delta`: the rows of its type (from chunks or documents) are only those that can
         differ from what the last sync wrote, and its `gone` the only ones of them deleted."""
-        view = self.stored_edges(sources) if stored is None else stored
+        view = as_view(self.stored_edges(sources) if stored is None else stored)
         seen: set[EdgeKey] = set()  # every edge this sync makes
         touched: list[EdgeKey] = []  # written here
         written = unchanged = 0
@@ -261,7 +271,7 @@ class GraphLayerSync(GraphWrites, StoreConnection):
                     changed.append(row)
                     touched.append(key)
                     if synced:
-                        view[key] = form
+                        view.put(key, form)
                 else:
                     unchanged += 1
             written += self._write_changed(rel, src, dst, changed)
@@ -288,7 +298,7 @@ class GraphLayerSync(GraphWrites, StoreConnection):
             if k in view and k not in seen:
                 gone.append(k)
         for k in gone:
-            del view[k]
+            view.take(k)
         deleted = self._delete_edges(gone)
         return EdgeSync(
             edges_written=written,
@@ -356,12 +366,14 @@ class GraphLayerSync(GraphWrites, StoreConnection):
                     params,
                     op="sync_edges",
                 )
-        return {
-            (r["t"], r["la"], r["lb"], r["s"], r["d"]): {
-                k: v for k, v in dict(r["p"]).items() if k not in _BOOKKEEPING
+        return LayerView(
+            {
+                (r["t"], r["la"], r["lb"], r["s"], r["d"]): {
+                    k: v for k, v in dict(r["p"]).items() if k not in _BOOKKEEPING
+                }
+                for r in rows
             }
-            for r in rows
-        }
+        )
 
     def _delete_edges(self, gone: Iterable[EdgeKey]) -> int:
         """Delete edges by their ends' keys; a MENTIONS edge that goes changes its entity's df."""
