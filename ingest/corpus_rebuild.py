@@ -66,6 +66,7 @@ def rebuild_on_cluster(
     """Rebuild `collection`'s entity layer from its stored chunks on the connected Ray cluster,
     then relink every name (see module docstring). Facts are left to the caller (`finalize`)."""
     from rayweave.graph.store import open_graph_store
+    from rayweave.ingest.upkeep_host import let_go_of
 
     say = progress or (lambda _: None)
     with open_graph_store(settings, namespace=collection) as store:
@@ -89,6 +90,7 @@ def rebuild_on_cluster(
         store.end_maintenance()
     laps("cleanup")
     say("relinking synonyms")
+    let_go_of(settings, collection)  # the upkeep actor's hold on the name index
     _wait(_task(relink_synonyms, here=True).remote(settings, collection))
     laps("synonyms")
     return ClusterRebuild(

@@ -9,8 +9,10 @@ are written, re-reads only the documents written since, and the dense encoder th
 needs stays loaded (docs/experiments/2026-11-29-upkeep-actor.md). It runs one upkeep at a time,
 takes no CPU from scheduling (the caller waits for it), lets go of a namespace after
 `graph.upkeep_idle_s` without an upkeep of it and exits once it holds none, and is replaced when
-the caller runs other code. When it cannot be reached or dies, the upkeep runs in the caller:
-both leave the same graph, from the same files.
+the caller runs other code. It also keeps each namespace's name index open (an embedded one is
+loaded whole on opening: 0.1 s of a 10k upkeep), and lets go of the namespace when a relink
+asks (`let_go_of`), since an embedded index opens in one process at a time. When it cannot be
+reached or dies, the upkeep runs in the caller: both leave the same graph, from the same files.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from rayweave.cluster.settings import Settings
 from rayweave.graph.layer_memos import HeldMemos, MemoFiles, MemoKeeper
 
 if TYPE_CHECKING:
+    from rayweave.cluster.vectors.store import VectorStore
     from rayweave.graph.indexing import LayerChange
 
 log = logging.getLogger(__name__)
@@ -100,24 +103,65 @@ def memo_files(settings: Settings, collection: str) -> MemoFiles | None:
 
 
 def upkeep(
-    settings: Settings, collection: str, *, dense_dim: int, memos: MemoKeeper | None
+    settings: Settings,
+    collection: str,
+    *,
+    dense_dim: int,
+    memos: MemoKeeper | None,
+    names: VectorStore | None = None,
 ) -> LayerChange:
-    """The upkeep in this process (`graph/indexing.py`); returns what it changed."""
+    """The upkeep in this process (`graph/indexing.py`); returns what it changed. `names`: the
+    name index's store, held open by the caller (else opened and closed here)."""
     from rayweave.graph.indexing import update_entity_layer
     from rayweave.graph.store import open_graph_store
     from rayweave.ingest.name_index import name_index
 
     graph = open_graph_store(settings, namespace=collection)
-    names = name_index(settings, collection, dense_dim=dense_dim)
+    index = name_index(settings, collection, dense_dim=dense_dim, store=names)
     try:
         update = update_entity_layer(
-            graph, names, full=settings.graph.maintenance == "full", memos=memos
+            graph, index, full=settings.graph.maintenance == "full", memos=memos
         )
     finally:
         graph.close()
-        if names is not None:
-            names.store.close()
+        if index is not None and names is None:
+            index.store.close()
     return update.change()
+
+
+def let_go_of(settings: Settings, collection: str) -> None:
+    """The upkeep actor, when there is one, lets go of `collection` (its caches written, its
+    name index closed): a relink opens that index in another process."""
+    if settings.graph.upkeep_host != "actor":
+        return
+    try:
+        actor: Any = ray.get_actor(UPKEEP_ACTOR, namespace=settings.ray.namespace)
+        ray.get(actor.let_go.remote(collection), timeout=_START_TIMEOUT_S)
+    except ValueError:  # none running: nothing held
+        return
+    except (RayActorError, ActorUnavailableError, GetTimeoutError) as exc:
+        log.warning("the upkeep actor did not let go of %s (%s)", collection, exc)
+
+
+class _Held:
+    """What the actor holds for one namespace: its caches and its name index's store."""
+
+    def __init__(self, files: MemoFiles) -> None:
+        self.memos = HeldMemos(files)
+        self.names: VectorStore | None = None
+
+    def names_of(self, settings: Settings, collection: str) -> VectorStore:
+        from rayweave.ingest.name_index import name_store
+
+        if self.names is None:  # opens its engine on first use only
+            self.names = name_store(settings, collection)
+        return self.names
+
+    def release(self) -> None:
+        self.memos.release()
+        if self.names is not None:
+            self.names.close()
+            self.names = None
 
 
 def code_fingerprint() -> str:
@@ -141,7 +185,7 @@ class UpkeepActor:
     def __init__(self) -> None:
         self._code = code_fingerprint()
         # By namespace and files: one actor may serve several homes' namespaces of one name.
-        self._held: dict[tuple[str, MemoFiles], IdleResource[HeldMemos]] = {}
+        self._held: dict[tuple[str, MemoFiles], IdleResource[_Held]] = {}
         self._lock = threading.Lock()
         self._calls = 0  # upkeeps under way
         self._stop = threading.Event()
@@ -160,14 +204,17 @@ class UpkeepActor:
             resource = self._held.get((collection, files))
             if resource is None:
                 resource = self._held[collection, files] = IdleResource(
-                    lambda: HeldMemos(files), HeldMemos.release, idle_s=0.0
+                    lambda: _Held(files), _Held.release, idle_s=0.0
                 )
             resource.idle_s = settings.graph.upkeep_idle_s
             self._calls += 1
         try:
-            with resource.use() as memos, gc_paused():
-                change = upkeep(settings, collection, dense_dim=dense_dim, memos=memos)
-                memos.write_behind(then=_settle_collector)  # while the caller finishes
+            with resource.use() as held, gc_paused():
+                names = held.names_of(settings, collection)
+                change = upkeep(
+                    settings, collection, dense_dim=dense_dim, memos=held.memos, names=names
+                )
+                held.memos.write_behind(then=_settle_collector)  # while the caller finishes
                 return change
         finally:
             with self._lock:
@@ -185,8 +232,15 @@ class UpkeepActor:
             resources = list(self._held.values())
         for resource in resources:
             if resource.is_open:
-                with resource.use() as memos:
-                    memos.flush()
+                with resource.use() as held:
+                    held.memos.flush()
+
+    def let_go(self, collection: str) -> None:
+        """Let go of `collection` in every home now (see `let_go_of`)."""
+        with self._lock:
+            resources = [r for (name, _), r in self._held.items() if name == collection]
+        for resource in resources:
+            resource.close()
 
     def _reap(self) -> None:
         """Let go of namespaces idle for their `graph.upkeep_idle_s`; once none is held, exit:

@@ -1,5 +1,6 @@
-"""The upkeep in its actor: memos held between upkeeps, the same graph as in the caller, the actor
-replaced when it runs other code and let go of a namespace after `graph.upkeep_idle_s`."""
+"""The upkeep in its actor: memos and the name index held between upkeeps, the same graph as in
+the caller, the actor replaced when it runs other code and let go of a namespace after
+`graph.upkeep_idle_s` or when a relink asks."""
 
 from __future__ import annotations
 
@@ -14,10 +15,18 @@ import pytest
 import ray
 from tests_support import namespace_snapshot
 
+from rayweave.cluster.errors import VectorStoreError
 from rayweave.cluster.settings import Settings
 from rayweave.ingest import upkeep_host
+from rayweave.ingest.name_index import name_store
 from rayweave.ingest.pipeline import run_ingest
-from rayweave.ingest.upkeep_host import UPKEEP_ACTOR, memo_files, run_upkeep, upkeep_status
+from rayweave.ingest.upkeep_host import (
+    UPKEEP_ACTOR,
+    let_go_of,
+    memo_files,
+    run_upkeep,
+    upkeep_status,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -67,6 +76,29 @@ def test_the_actor_holds_the_memos_and_leaves_the_graph_the_caller_leaves(
         graphs.append(namespace_snapshot(settings, collection))
     by_actor, by_process = graphs
     assert by_actor == by_process
+
+
+def test_the_actor_keeps_the_name_index_open_until_a_relink_asks(
+    ray_stack: Settings, graph_connection: object, tmp_path: Path
+) -> None:
+    settings = _with_graph(ray_stack, upkeep_host="actor")
+    collection = f"t{uuid.uuid4().hex[:10]}"
+    run_ingest(settings, [_corpus(tmp_path)], collection=collection)
+    names = name_store(settings, collection)
+    try:  # embedded, it opens in one process at a time: the actor's, between upkeeps
+        with pytest.raises(VectorStoreError, match="open in another process"):
+            names.count()
+    finally:
+        names.close()
+    let_go_of(settings, collection)
+    assert collection not in _describe(settings)["held"]  # type: ignore[operator]
+    names = name_store(settings, collection)
+    try:
+        assert names.count() > 10  # the sample's entity names
+    finally:
+        names.close()
+    run_upkeep(settings, collection, dense_dim=384)  # held again, from the files
+    assert collection in _describe(settings)["held"]  # type: ignore[operator]
 
 
 def test_an_actor_running_other_code_is_replaced(
