@@ -60,6 +60,8 @@ def run_upkeep(settings: Settings, collection: str, *, dense_dim: int) -> LayerC
             return change
         except (RayActorError, ActorUnavailableError, GetTimeoutError) as exc:
             log.warning("the upkeep actor is unavailable (%s); running the upkeep here", exc)
+    else:  # an actor left from upkeeps under 'actor' may hold the name index open
+        let_go_of(settings, collection)
     return upkeep(settings, collection, dense_dim=dense_dim, memos=memo_files(settings, collection))
 
 
@@ -131,8 +133,9 @@ def upkeep(
 
 def let_go_of(settings: Settings, collection: str) -> None:
     """The upkeep actor, when there is one, lets go of `collection` (its caches written, its
-    name index closed): a relink opens that index in another process."""
-    if settings.graph.upkeep_host != "actor":
+    name index closed): another process is about to open that index (a relink, an upkeep in
+    the caller). Without a Ray connection there is no actor of this cluster to ask."""
+    if not ray.is_initialized():
         return
     try:
         actor: Any = ray.get_actor(UPKEEP_ACTOR, namespace=settings.ray.namespace)
