@@ -8,7 +8,7 @@ node's edges, each chunk's or document's own edges, the edges from entities by t
 edges between entities whose stored form no sync has vouched for (a merged row, a re-read).
 
 The view is a dict, so every reader is unchanged. Only `put`, `take` and `merge` keep the
-index; any other mutation drops it, and it is built again only when asked (one walk, 1 s at
+index; any other mutation drops it, and it is built again only when asked (one walk, 1-2 s at
 10k documents), which the upkeep actor does for the view it holds. A view that is read once
 (an upkeep in its own process) is never indexed: the walk it replaces costs less.
 """
