@@ -10,9 +10,10 @@ needs stays loaded (docs/experiments/2026-11-29-upkeep-actor.md). It runs one up
 takes no CPU from scheduling (the caller waits for it), lets go of a namespace after
 `graph.upkeep_idle_s` without an upkeep of it and exits once it holds none, and is replaced when
 the caller runs other code. It also keeps each namespace's name index open (an embedded one is
-loaded whole on opening: 0.1 s of a 10k upkeep), and lets go of the namespace when a relink
-asks (`let_go_of`), since an embedded index opens in one process at a time. When it cannot be
-reached or dies, the upkeep runs in the caller: both leave the same graph, from the same files.
+loaded whole on opening: 0.1 s of a 10k upkeep), and lets go of the namespace when another
+process is about to open that index (a relink, an upkeep in the caller: `let_go_of`), since an
+embedded index opens in one process at a time. When it cannot be reached or dies, the upkeep
+runs in the caller: both leave the same graph, from the same files.
 """
 
 from __future__ import annotations

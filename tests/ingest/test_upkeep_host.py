@@ -1,6 +1,6 @@
 """The upkeep in its actor: memos and the name index held between upkeeps, the same graph as in
 the caller, the actor replaced when it runs other code and let go of a namespace after
-`graph.upkeep_idle_s` or when a relink asks."""
+`graph.upkeep_idle_s` or when another process opens the name index."""
 
 from __future__ import annotations
 
